@@ -1,0 +1,143 @@
+"""Output files: atomic writes and table formats chosen by suffix.
+
+Every writer goes through :func:`atomic_write`: the data is written to a temporary file in
+the destination folder, flushed, and moved over the destination with ``os.replace``. A reader
+never sees a half-written file, and a failed write leaves the old file (or nothing) in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from induction.errors import InputError
+
+TABLE_SUFFIXES = (".csv", ".parquet", ".json", ".jsonl")
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success move it over ``path``.
+
+    For writers that want a file name (``df.to_parquet(tmp)``, ``fig.write_html(tmp)``).
+    On an exception the temporary file is removed and ``path`` is left untouched.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"output {path} is a folder; pass a file path")
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> Path:
+    """Call ``write(fileobj)`` on a temp file opened with ``mode``, then rename it to ``path``."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
+        with open(tmp, mode, **kwargs) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return path
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    return atomic_write(path, lambda fh: fh.write(text))
+
+
+def write_bytes(path: str | Path, data: bytes) -> Path:
+    return atomic_write(path, lambda fh: fh.write(data), mode="wb")
+
+
+def write_json(path: str | Path, obj: Any, indent: int = 2) -> Path:
+    """JSON with a trailing newline; numpy scalars/arrays and paths are converted."""
+    text = json.dumps(obj, indent=indent, default=_json_default) + "\n"
+    return write_text(path, text)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "tolist"):  # numpy arrays and scalars, torch tensors
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, set | frozenset | tuple):
+        return list(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def write_table(df, path: str | Path) -> Path:
+    """Write a pandas DataFrame as CSV, Parquet, JSON (records) or JSON lines, by suffix."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise InputError(
+            f"cannot write a table to {path.name!r}: unknown suffix {suffix or '(none)'!r}; "
+            f"use one of {', '.join(TABLE_SUFFIXES)}"
+        )
+    with atomic_path(path) as tmp:
+        if suffix == ".csv":
+            df.to_csv(tmp, index=False)
+        elif suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        elif suffix == ".json":
+            df.to_json(tmp, orient="records", indent=2)
+        else:
+            df.to_json(tmp, orient="records", lines=True)
+    return path
+
+
+def read_table(path: str | Path):
+    """Read a table written by :func:`write_table` (suffix decides the format)."""
+    import pandas as pd
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise InputError(f"no such file: {path}")
+    if suffix == ".csv":
+        return pd.read_csv(path)
+    if suffix == ".parquet":
+        return pd.read_parquet(path)
+    if suffix == ".json":
+        return pd.read_json(path, orient="records")
+    if suffix == ".jsonl":
+        return pd.read_json(path, orient="records", lines=True)
+    raise InputError(
+        f"cannot read a table from {path.name!r}: unknown suffix {suffix or '(none)'!r}; "
+        f"use one of {', '.join(TABLE_SUFFIXES)}"
+    )
+
+
+def refuse_overwrite_input(out: str | Path | None, *inputs: str | Path | None) -> None:
+    """Raise InputError if ``out`` is (after resolving links and ``..``) one of ``inputs``.
+
+    An input that is a folder also protects every file inside it (a checkpoint folder).
+    """
+    if out is None:
+        return
+    out_r = Path(out).expanduser().resolve()
+    for inp in inputs:
+        if inp is None:
+            continue
+        in_r = Path(inp).expanduser().resolve()
+        if out_r == in_r or (in_r.is_dir() and in_r in out_r.parents):
+            raise InputError(
+                f"refusing to write {out}: it is an input ({inp}); choose another --out path"
+            )
