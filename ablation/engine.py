@@ -1,0 +1,366 @@
+"""Batched evaluation of tasks under head ablations.
+
+One :class:`Engine` holds a model (a TransformerLens bridge) and evaluates prepared tasks
+with or without a :class:`~ablation.hooks.HeadAblation`:
+
+- prompts are tokenised once per task (:meth:`Engine.prepare`), sorted by length and
+  batched, so the clean run and every ablation/control see identical inputs;
+- generation tasks: batched prefill with left padding (attention mask and position ids from
+  the mask), then batched greedy decoding with the HF KV cache, calling the bridge's wrapped
+  HF module directly so the bridge's hooks (the ablation) fire on every step; a row stops at
+  EOS, at a stop string (checked on decoded text only when a token that can start one appears)
+  or after ``max_new_tokens``; the batch stops when every row has;
+- distribution tasks (RegBench): one forward per batch (no decoding); the next-token
+  distribution at each scored position is restricted to the item's support.
+
+Finished (task, head set) results are appended to a JSONL cache (:class:`ResultCache`), one
+flushed and fsynced line per result, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ablation import metrics
+from ablation.hooks import HeadAblation, HeadMeans, head_means
+from ablation.tasks import regbench
+from ablation.tasks.base import DistTask, GenTask, Task
+
+ENGINE_VERSION = 1
+
+
+def _cache_kwarg_hook(module, args, kwargs):
+    if kwargs.get("past_key_values") is None and kwargs.get("cache") is not None:
+        kwargs["past_key_values"] = kwargs["cache"]
+    return args, kwargs
+
+
+def enable_kv_cache(bridge) -> None:
+    """Make the bridge's attention components extend the HF KV cache (idempotent).
+
+    transformers 5 passes the cache to attention modules as ``cache=`` while TransformerLens
+    4.3's attention bridges read ``past_key_values=``/``layer_past=``; without this, cached
+    decoding through a bridge silently ignores every earlier token (each step attends to
+    itself only). A forward pre-hook on each ``blocks[i].attn`` copies ``cache`` over.
+    """
+    if getattr(bridge, "_ablation_kv_patch", False):
+        return
+    for block in getattr(bridge, "blocks", []):
+        attn = getattr(block, "attn", None)
+        if attn is not None:
+            attn.register_forward_pre_hook(_cache_kwarg_hook, with_kwargs=True)
+    bridge._ablation_kv_patch = True
+
+
+@dataclass
+class Prepared:
+    task: Task
+    batches: list[tuple[list[int], torch.Tensor, torch.Tensor]]  # (item idx, ids, mask)
+    fingerprint: str
+    means: dict[str, HeadMeans] = field(default_factory=dict)
+
+
+@dataclass
+class Timer:
+    forward_s: float = 0.0
+    total_s: float = 0.0
+    forwards: int = 0
+
+
+class Engine:
+    """Evaluate tasks on ``bridge`` (a TransformerLens ``TransformerBridge``)."""
+
+    def __init__(
+        self,
+        bridge,
+        tokenizer=None,
+        batch_size: int = 32,
+        max_len: int | None = None,
+        dist_budget: float = 2e8,
+    ):
+        self.bridge = bridge
+        enable_kv_cache(bridge)
+        self.hf = bridge.original_model
+        self.tok = tokenizer if tokenizer is not None else bridge.tokenizer
+        self.batch_size = batch_size
+        self.device = torch.device(bridge.cfg.device)
+        self.max_len = max_len or int(getattr(bridge.cfg, "n_ctx", 2048) or 2048)
+        self.dist_budget = dist_budget  # max batch * seq * vocab floats of logits
+        self.pad_id = next(
+            i for i in (self.tok.pad_token_id, self.tok.eos_token_id, 0) if i is not None
+        )
+        eos = getattr(self.hf.generation_config, "eos_token_id", None) or self.tok.eos_token_id
+        self.eos_ids = set([eos] if isinstance(eos, int) else (eos or []))
+        self._vocab_text: list[str] | None = None
+        self.timer = Timer()
+
+    # ------------------------------------------------------------------ preparation
+    def _token_texts(self) -> list[str]:
+        if self._vocab_text is None:
+            n = len(self.tok)
+            self._vocab_text = self.tok.batch_decode([[i] for i in range(n)])
+        return self._vocab_text
+
+    def _suspects(self, stops: Sequence[str]) -> torch.Tensor:
+        """Boolean mask over the vocabulary: tokens whose text holds a stop string's first
+        character (only after such a token is the decoded text checked)."""
+        firsts = {s[0] for s in stops if s}
+        n = max(len(self.tok), int(self.bridge.cfg.d_vocab))
+        mask = torch.zeros(n, dtype=torch.bool)
+        for i, text in enumerate(self._token_texts()):
+            if any(c in text for c in firsts):
+                mask[i] = True
+        for e in self.eos_ids:
+            if e < n:
+                mask[e] = True
+        return mask.to(self.device)
+
+    def prepare(self, task: Task) -> Prepared:
+        """Tokenise and batch a task's items (left-padded for generation)."""
+        if isinstance(task, GenTask):
+            budget = self.max_len - task.max_new_tokens
+            seqs = []
+            for it in task.items:
+                ids = self.tok(it.prompt)["input_ids"]
+                if len(ids) > budget:  # keep the end of over-long prompts
+                    ids = ids[len(ids) - budget :]
+                seqs.append(ids)
+            payload = [
+                task.name,
+                task.metric,
+                task.max_new_tokens,
+                task.stop,
+                [(it.prompt, it.golds) for it in task.items],
+            ]
+            bs = self.batch_size
+        else:
+            seqs = [it.ids[: self.max_len] for it in task.items]
+            payload = [
+                task.name,
+                [(it.ids, it.positions, it.valid, it.support) for it in task.items],
+            ]
+            longest = max(len(s) for s in seqs)
+            bs = max(1, min(self.batch_size, int(self.dist_budget // (longest * len(self.tok)))))
+        order = sorted(range(len(seqs)), key=lambda i: (len(seqs[i]), i))
+        batches = []
+        for start in range(0, len(order), bs):
+            idx = order[start : start + bs]
+            width = max(len(seqs[i]) for i in idx)
+            ids = torch.full((len(idx), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for row, i in enumerate(idx):
+                s = seqs[i]
+                if isinstance(task, GenTask):  # left padding
+                    ids[row, width - len(s) :] = torch.tensor(s)
+                    mask[row, width - len(s) :] = 1
+                else:  # right padding keeps scored positions at their index
+                    ids[row, : len(s)] = torch.tensor(s)
+                    mask[row, : len(s)] = 1
+            batches.append((idx, ids, mask))
+        fp = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+        return Prepared(task=task, batches=batches, fingerprint=fp)
+
+    def means_for(self, prep: Prepared, layers: Sequence[int], mean_over: str) -> HeadMeans:
+        """Head means over the task's own prompts (the reference batch), computed once."""
+        key = mean_over
+        if key not in prep.means:
+            batches = [(ids, mask) for _, ids, mask in prep.batches]
+            prep.means[key] = head_means(
+                self.bridge,
+                batches,
+                range(self.bridge.cfg.n_layers),
+                per_position=mean_over == "position",
+            )
+        return prep.means[key]
+
+    # ------------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def evaluate(self, prep: Prepared, ablation: HeadAblation | None = None, on_batch=None) -> dict:
+        """Scores of one task: ``{"scores": {metric: mean}, "items": [per-item primary]}``
+        plus ``"predictions"`` for generation tasks."""
+        t0 = time.perf_counter()
+        hooks = ablation.fwd_hooks() if ablation is not None and ablation.heads else []
+        with self.bridge.hooks(fwd_hooks=hooks):
+            if isinstance(prep.task, GenTask):
+                out = self._eval_gen(prep, ablation, on_batch)
+            else:
+                out = self._eval_dist(prep, ablation, on_batch)
+        self.timer.total_s += time.perf_counter() - t0
+        return out
+
+    def _forward(self, **kw):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        out = self.hf(**kw)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        self.timer.forward_s += time.perf_counter() - t
+        self.timer.forwards += 1
+        return out
+
+    def _eval_gen(self, prep: Prepared, ablation, on_batch) -> dict:
+        task: GenTask = prep.task  # type: ignore[assignment]
+        suspects = self._suspects(task.stop)
+        preds: list[str] = [""] * len(task.items)
+        for idx, ids, mask in prep.batches:
+            gen = self.generate(ids, mask, task.max_new_tokens, task.stop, suspects, ablation)
+            for row, i in enumerate(idx):
+                preds[i] = gen[row]
+            if on_batch:
+                on_batch()
+        fn = metrics.METRICS[task.metric]
+        items = [fn(p, it.golds) for p, it in zip(preds, task.items, strict=True)]
+        scores = {task.metric: float(np.mean(items))}
+        if task.metric == "f1":
+            scores["em"] = float(
+                np.mean(
+                    [
+                        metrics.exact_match(p, it.golds)
+                        for p, it in zip(preds, task.items, strict=True)
+                    ]
+                )
+            )
+        return {"scores": scores, "items": items, "predictions": preds}
+
+    def generate(
+        self,
+        ids: torch.Tensor,
+        mask: torch.Tensor,
+        max_new_tokens: int,
+        stop: Sequence[str] = ("\n",),
+        suspects: torch.Tensor | None = None,
+        ablation: HeadAblation | None = None,
+    ) -> list[str]:
+        """Greedy-decode a left-padded batch; returns each row's answer text (cut before the
+        first stop string, stripped)."""
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        if suspects is None:
+            suspects = self._suspects(stop)
+        b = ids.shape[0]
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        done = torch.zeros(b, dtype=torch.bool, device=self.device)
+        out_tokens: list[torch.Tensor] = []
+        cache = None
+        step_ids, step_pos = ids, pos
+        eos = torch.tensor(sorted(self.eos_ids) or [-1], device=self.device)
+        for _ in range(max_new_tokens):
+            if ablation is not None:
+                ablation.positions = step_pos
+            out = self._forward(
+                input_ids=step_ids,
+                attention_mask=mask,
+                position_ids=step_pos,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            cache = out.past_key_values
+            nxt = out.logits[:, -1].argmax(-1)
+            nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
+            out_tokens.append(nxt)
+            done |= torch.isin(nxt, eos)
+            check = (~done) & suspects[nxt] if stop else torch.zeros_like(done)
+            if bool(check.any()):
+                gen = torch.stack(out_tokens, 1)
+                for r in torch.nonzero(check).flatten().tolist():
+                    text = self.tok.decode(gen[r].tolist(), skip_special_tokens=True)
+                    if any(s in text for s in stop):
+                        done[r] = True
+            if bool(done.all()):
+                break
+            step_ids = nxt[:, None]
+            step_pos = step_pos[:, -1:] + 1
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        if ablation is not None:
+            ablation.positions = None
+        gen = torch.stack(out_tokens, 1).tolist() if out_tokens else [[] for _ in range(b)]
+        answers = []
+        for row in gen:
+            row = [t for t in row if t not in self.eos_ids]
+            text = self.tok.decode(row, skip_special_tokens=True)
+            cut = min((text.find(s) for s in stop if s and s in text), default=len(text))
+            answers.append(text[:cut].strip())
+        return answers
+
+    def _eval_dist(self, prep: Prepared, ablation, on_batch) -> dict:
+        task: DistTask = prep.task  # type: ignore[assignment]
+        tvds: list[float] = [0.0] * len(task.items)
+        accs: list[float] = [0.0] * len(task.items)
+        for idx, ids, mask in prep.batches:
+            ids, mask = ids.to(self.device), mask.to(self.device)
+            if ablation is not None:
+                ablation.positions = None  # right padding: positions are 0..T-1
+            logits = self._forward(input_ids=ids, attention_mask=mask, use_cache=False).logits
+            for row, i in enumerate(idx):
+                item = task.items[i]
+                limit = min(len(item.ids), self.max_len) - 1
+                keep = sum(1 for p in item.positions if p < limit)
+                pos = torch.tensor(item.positions[:keep], dtype=torch.long, device=self.device)
+                sup = torch.tensor(item.support, device=self.device)
+                q = torch.softmax(logits[row, pos][:, sup].float(), -1).cpu().numpy()
+                sub = regbench.DistItem(
+                    item.ids, item.positions[:keep], item.valid[:keep], item.support
+                )
+                tvds[i], accs[i] = regbench.score_item(q, sub)
+            if on_batch:
+                on_batch()
+        return {
+            "scores": {"tvd": float(np.nanmean(tvds)), "acc": float(np.nanmean(accs))},
+            "items": tvds,
+            "items_acc": accs,
+        }
+
+
+# ---------------------------------------------------------------------- result cache
+class ResultCache:
+    """Append-only JSONL of finished results, one line per (task fingerprint, ablation key).
+
+    Each line is written with a single ``write`` then flushed and fsynced; a torn last line
+    (a crash mid-write) is ignored on reading, so the file is always usable for resuming.
+    """
+
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path is not None else None
+        self.data: dict[str, dict] = {}
+        if self.path is not None and self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                    self.data[rec["key"]] = rec["result"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue
+
+    @staticmethod
+    def key(fingerprint: str, ablation_key: str) -> str:
+        return f"{fingerprint}|{ablation_key}"
+
+    def get(self, key: str) -> dict | None:
+        return self.data.get(key)
+
+    def put(self, key: str, result: dict) -> None:
+        self.data[key] = result
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"key": key, "result": result}) + "\n"
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def ablation_key(heads, mode: str, mean_over: str) -> str:
+    if not heads:
+        return "clean"
+    spec = ",".join(f"{a}.{b}" for a, b in sorted(heads))
+    return f"{mode}:{mean_over}:{spec}" if mode == "mean" else f"zero:{spec}"

@@ -1,0 +1,126 @@
+"""Which heads to ablate: the top fraction by a detector score, an explicit list, or random
+controls of the same size.
+
+Rounding rule: ``top_frac`` ablates ``k = ceil(frac * n_heads_total)`` heads (at least one), so
+``--frac 0.2`` on 8 layers x 4 heads ablates ceil(6.4) = 7 heads. Ties in the score are broken
+by (layer, head) order so the choice is deterministic.
+
+Random controls draw heads uniformly without replacement from the heads *not* selected
+(falling back to all heads when too few remain), seeded by ``seed + i`` for control ``i``;
+with ``match_layers=True`` each control takes as many heads from each layer as the target set
+does (from that layer's unselected heads where possible).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import pandas as pd
+
+from induction.errors import InputError
+
+Head = tuple[int, int]
+_HEAD = re.compile(r"^\s*(\d+)\s*[.:]\s*(\d+)\s*$")
+
+
+def n_selected(frac: float, n_total: int) -> int:
+    """``ceil(frac * n_total)``, at least 1; ``frac`` must be in (0, 1]."""
+    if not (0 < frac <= 1):
+        raise InputError(f"--frac must be in (0, 1], got {frac}; e.g. --frac 0.2")
+    # round first so 0.2 * 35 = 7.000000000000001 counts as 7
+    return max(1, math.ceil(round(frac * n_total, 9)))
+
+
+def top_frac(scores: pd.DataFrame, frac: float, score: str = "induction") -> list[Head]:
+    """The ``ceil(frac * len(scores))`` heads with the highest ``score`` (a detector DataFrame
+    with columns ``layer``, ``head`` and the score column)."""
+    if score not in scores.columns:
+        cols = [c for c in scores.columns if c not in ("layer", "head", "rank")]
+        raise InputError(f"unknown score column {score!r}; available: {', '.join(cols)}")
+    k = n_selected(frac, len(scores))
+    ordered = scores.assign(_s=scores[score].fillna(-math.inf)).sort_values(
+        ["_s", "layer", "head"], ascending=[False, True, True], kind="mergesort"
+    )
+    return sorted((int(r.layer), int(r.head)) for r in ordered.head(k).itertuples())
+
+
+def parse_heads(spec: str, n_layers: int, n_heads: int) -> list[Head]:
+    """Parse ``"L.H,L.H"`` (``L:H`` also accepted) and check ranges."""
+    heads: list[Head] = []
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        m = _HEAD.match(part)
+        if not m:
+            raise InputError(f"malformed head {part.strip()!r} in --heads; write e.g. '3.1,5.0'")
+        layer, head = int(m[1]), int(m[2])
+        if layer >= n_layers or head >= n_heads:
+            raise InputError(
+                f"head {layer}.{head} out of range: the model has layers 0-{n_layers - 1} and "
+                f"heads 0-{n_heads - 1}"
+            )
+        heads.append((layer, head))
+    if not heads:
+        raise InputError("--heads is empty; write e.g. '3.1,5.0'")
+    return sorted(set(heads))
+
+
+def all_heads(n_layers: int, n_heads: int) -> list[Head]:
+    return [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
+
+
+def random_controls(
+    target: Sequence[Head],
+    n_layers: int,
+    n_heads: int,
+    n_controls: int,
+    seed: int = 0,
+    match_layers: bool = False,
+    exclude_target: bool = True,
+    pool: Sequence[Head] | None = None,
+) -> list[list[Head]]:
+    """``n_controls`` random head sets of ``len(target)`` heads each (see module docs).
+
+    ``pool`` restricts the candidate heads (e.g. the first pass of a looped model when heads
+    are tied across passes); it defaults to every head.
+    """
+    universe = list(pool) if pool is not None else all_heads(n_layers, n_heads)
+    chosen = set(target)
+    out: list[list[Head]] = []
+    for i in range(n_controls):
+        rng = random.Random(seed + i)
+        if match_layers:
+            picked: list[Head] = []
+            for layer, k in sorted(Counter(layer for layer, _ in target).items()):
+                in_layer = [h for h in universe if h[0] == layer]
+                cand = [h for h in in_layer if h not in chosen] if exclude_target else in_layer
+                if len(cand) < k:
+                    cand = in_layer
+                picked += rng.sample(cand, k)
+        else:
+            cand = [h for h in universe if h not in chosen] if exclude_target else universe
+            if len(cand) < len(target):
+                cand = universe
+            picked = rng.sample(cand, len(target))
+        out.append(sorted(picked))
+    return out
+
+
+def tied_scores(scores: pd.DataFrame, unrolled_layers: Sequence[tuple[int, int]]) -> pd.DataFrame:
+    """Aggregate per-unrolled-layer scores of a looped model to its block layers (max over
+    passes), relabelled with the first unrolled layer that runs each block layer."""
+    first = {}
+    for i, (blk, _) in enumerate(unrolled_layers):
+        first.setdefault(blk, i)
+    block = scores["layer"].map(lambda layer: unrolled_layers[int(layer)][0])
+    num = scores.select_dtypes("number").drop(columns=["layer", "rank"], errors="ignore")
+    agg = num.assign(layer=block.map(first)).groupby(["layer", "head"], as_index=False).max()
+    return agg
+
+
+def describe(heads: Iterable[Head]) -> str:
+    return ",".join(f"{layer}.{head}" for layer, head in heads)

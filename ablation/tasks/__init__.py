@@ -1,0 +1,102 @@
+"""Task registry: every suite is loaded through :func:`load_suite`.
+
+Suites: ``zoo`` (token-level tasks in the zoo's formats; default for zoo models), ``words``
+(19 offline word-level tasks; default for real models), ``paper19`` (the 19 tasks of Saunshi
+et al. 2025; dataset-backed ones need local data), ``regbench`` (held-out random automata),
+``gsm8k`` (8-shot, local file), and user JSONL files (``suite="path/to/tasks.jsonl"``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ablation.tasks import paper19, regbench, user, words, zoo
+from ablation.tasks.base import DistItem, DistTask, Example, GenItem, GenTask, Task
+from induction.errors import InputError
+
+SUITES = ("zoo", "words", "paper19", "regbench", "gsm8k")
+
+__all__ = [
+    "SUITES",
+    "DistItem",
+    "DistTask",
+    "Example",
+    "GenItem",
+    "GenTask",
+    "Task",
+    "load_suite",
+    "suite_task_names",
+]
+
+
+def suite_task_names(suite: str) -> list[str]:
+    return {
+        "zoo": list(zoo.TASKS),
+        "words": words.task_names(),
+        "paper19": list(paper19.TASKS),
+        "regbench": ["regbench"],
+        "gsm8k": ["gsm8k"],
+    }[suite]
+
+
+def load_suite(
+    suite: str,
+    tokenizer=None,
+    bos_id: int | None = None,
+    shots: int | None = None,
+    n_items: int | None = None,
+    seed: int = 0,
+    tasks: list[str] | None = None,
+    data_dir: str | Path | None = None,
+    hub: bool = False,
+    max_tokens: int = 512,
+) -> list[Task]:
+    """Build a suite's tasks (prompts and golds), deterministic for ``seed``.
+
+    ``shots``/``n_items`` of ``None`` take each suite's defaults; ``tasks`` selects a subset
+    by name; ``max_tokens`` bounds RegBench instances (the model's context).
+    """
+    if shots is not None and shots < 0:
+        raise InputError(f"--shots must be >= 0, got {shots}")
+    if n_items is not None and n_items < 1:
+        raise InputError(f"--n-items must be >= 1, got {n_items}")
+    path = Path(suite)
+    if suite.endswith(".jsonl") or (suite not in SUITES and path.is_file()):
+        return user.load(
+            path, shots=5 if shots is None else shots, n_items=n_items or 40, seed=seed
+        )
+    if suite not in SUITES:
+        raise InputError(
+            f"unknown suite {suite!r}; use one of {', '.join(SUITES)} "
+            "or a path to a JSONL task file"
+        )
+    if tasks:
+        known = suite_task_names(suite)
+        bad = [t for t in tasks if t not in known]
+        if bad:
+            raise InputError(
+                f"unknown task(s) {', '.join(bad)} in suite {suite!r}; "
+                f"available: {', '.join(known)}"
+            )
+    if suite == "words":
+        return words.load(
+            shots=5 if shots is None else shots, n_items=n_items or 40, seed=seed, names=tasks
+        )
+    if suite == "zoo":
+        return zoo.load(
+            tokenizer,
+            n_items=n_items or 64,
+            shots=shots,
+            seed=seed,
+            max_tokens=max_tokens,
+            names=tasks,
+        )
+    if suite == "paper19":
+        return paper19.load(
+            shots=shots, n_items=n_items or 100, seed=seed, data_dir=data_dir, hub=hub, names=tasks
+        )
+    if suite == "gsm8k":
+        return paper19.load_gsm8k(
+            shots=shots, n_items=n_items or 100, data_dir=data_dir, hub=hub, seed=1234 + seed
+        )
+    return regbench.load(tokenizer, bos_id, n_items=n_items or 32, seed=seed, max_tokens=max_tokens)

@@ -1,0 +1,53 @@
+"""The offline ``words`` suite: 19 word-level in-context tasks shipped as JSON.
+
+In the spirit of the function-vector tasks (Todd et al. 2023): each task is a list of
+``{"input": x, "output": [gold, ...]}`` pairs in ``ablation/tasks/data/words/<task>.json``.
+Prompt format ``Q: x\\nA: y`` per demonstration, demonstrations joined by a blank line, greedy
+decoding until a newline, scored by the metric in the file (token F1 or exact match).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ablation.tasks.base import Example, GenTask, make_gen_task
+
+DATA = Path(__file__).parent / "data" / "words"
+
+
+def task_names() -> list[str]:
+    return sorted(p.stem for p in DATA.glob("*.json"))
+
+
+def load_examples(path: Path) -> tuple[dict, list[Example]]:
+    meta = json.loads(path.read_text())
+    exs = [qa_example(it["input"], it["output"]) for it in meta["items"]]
+    return meta, exs
+
+
+def qa_example(x: str, golds: list[str] | str) -> Example:
+    golds = [golds] if isinstance(golds, str) else list(golds)
+    prompt = f"Q: {x}\nA:"
+    return Example(prompt=prompt, golds=tuple(golds), demo=f"{prompt} {golds[0]}")
+
+
+def load(shots: int = 5, n_items: int = 40, seed: int = 0, names=None) -> list[GenTask]:
+    tasks = []
+    for name in names or task_names():
+        meta, exs = load_examples(DATA / f"{name}.json")
+        tasks.append(
+            make_gen_task(
+                name,
+                exs,
+                shots=shots,
+                n_items=n_items,
+                seed=seed,
+                metric=meta.get("metric", "f1"),
+                group="words",
+                suite="words",
+                stop=["\n"],
+                max_new_tokens=10,
+            )
+        )
+    return tasks
