@@ -1,0 +1,62 @@
+"""Where the shipped zoo models live and how names resolve to folders.
+
+Each model is a folder ``induction/zoo/models/<family>-s<seed>/`` holding a Hugging Face
+checkpoint (``config.json``, ``model.safetensors``, tokenizer files) plus ``card.json``
+(training config, time, FLOPs, measured scores). A grown model also holds
+``duplication_log.json``; a looped model stores its block once with ``loop_plan.json`` and is
+unrolled at load time (see ``induction.zoo.looped``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from induction.errors import ModelLoadError
+
+MODELS_DIR = Path(__file__).parent / "models"
+FAMILIES = ("dense", "grown", "looped")
+DEFAULT_MODEL = "grown"
+_NAME = re.compile(r"^(?P<family>[a-z]+)-s(?P<seed>\d+)$")
+
+
+def zoo_models() -> list[str]:
+    """Names of the shipped zoo models, e.g. ``['dense-s0', ..., 'looped-s2']``."""
+    if not MODELS_DIR.is_dir():
+        return []
+    names = [p.name for p in MODELS_DIR.iterdir() if (p / "config.json").is_file()]
+    return sorted(names, key=_sort_key)
+
+
+def _sort_key(name: str) -> tuple[str, int]:
+    m = _NAME.match(name)
+    return (m["family"], int(m["seed"])) if m else (name, -1)
+
+
+def is_zoo_name(spec: str) -> bool:
+    return spec in FAMILIES or bool(_NAME.match(spec) and _NAME.match(spec)["family"] in FAMILIES)
+
+
+def zoo_path(name: str) -> Path:
+    """Folder of a zoo model; a bare family name (``grown``) resolves to its first seed."""
+    shipped = zoo_models()
+    if name in FAMILIES:
+        of_family = [n for n in shipped if n.startswith(name + "-s")]
+        if not of_family:
+            raise ModelLoadError(
+                f"no shipped zoo model of family {name!r}; train one with "
+                f"`induction zoo train {name} --seed 0`"
+            )
+        name = of_family[0]
+    if name not in shipped:
+        raise ModelLoadError(
+            f"unknown zoo model {name!r}; shipped: {', '.join(shipped) or 'none'} "
+            "(`induction models` lists them)"
+        )
+    return MODELS_DIR / name
+
+
+def model_card(name: str) -> dict:
+    """The model's ``card.json`` (training config, cost, measured scores)."""
+    return json.loads((zoo_path(name) / "card.json").read_text())

@@ -1,0 +1,286 @@
+"""Train the zoo's tiny Llama models: dense, LIDAS-grown and looped, same effective depth and
+the same token budget.
+
+- ``dense``: 8 layers from the start.
+- ``grown``: 2 layers, grown with LIDAS (block 2) to 4 layers, then LIDAS (block 4) to 8.
+  The first growth waits until the 2-layer network has formed an induction head (copying layers
+  before any head exists gave nothing), at the earliest at ``grow_at[0]`` of the steps.
+- ``looped``: a 2-layer block run 4 times (shared weights).
+
+Induction heads are measured every ``eval_every`` steps (distance-20 score, the max over heads
+of the stripe score of RESEARCH.md); once it passes ``formed_threshold`` the repeat-distance
+curriculum widens from 30 to 70 tokens. Training runs for ``steps`` steps and, if no head has
+formed by then, continues up to ``max_steps`` (reported in the card either way).
+Everything random takes the model seed; with the same seed and thread count, CPU training gives
+the same weights.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from induction.zoo import vocab as V
+from induction.zoo.corpus import CorpusConfig, make_batch
+from induction.zoo.looped import LoopPlan, tie_layers, untie_to_stored
+from lineage.growth import decoder_layers, duplicate_layers, lidas_span
+from lineage.log import DuplicationLog
+
+FAMILIES = ("dense", "grown", "looped")
+
+
+@dataclass
+class ZooTrainConfig:
+    family: str = "dense"
+    seed: int = 0
+    depth: int = 8
+    d_model: int = 64
+    n_heads: int = 4
+    d_mlp: int = 256
+    seq_len: int = 96
+    batch: int = 32
+    lr: float = 2e-3
+    init_std: float = 0.1  # HF's 0.02 leaves d=64 attention near uniform and the plateau long
+    warmup: int = 50
+    weight_decay: float = 0.0
+    steps: int = 1500
+    max_steps: int = 3000
+    eval_every: int = 50
+    formed_threshold: float = 0.4
+    span_before: int = 30
+    span_after: int = 70
+    grow_at: tuple[float, float] = (0.25, 0.5)
+    initial_depth: int = 2
+    loop_block: int = 2
+    optimizer_state: str = "reset"
+    threads: int = 1
+    repeat_len: int = 32  # the detector's default repeat length for zoo models
+    corpus: dict = field(default_factory=lambda: asdict(CorpusConfig()))
+    # Mix before induction heads form: mostly repeated spans, which shortens the plateau.
+    mix_before: dict = field(
+        default_factory=lambda: {
+            "copy": 0.8,
+            "lookup": 0.05,
+            "varassign": 0.05,
+            "regbench": 0.05,
+            "bigram": 0.05,
+        }
+    )
+
+
+def build_model(cfg: ZooTrainConfig, n_layers: int):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=V.VOCAB_SIZE,
+        hidden_size=cfg.d_model,
+        intermediate_size=cfg.d_mlp,
+        num_hidden_layers=n_layers,
+        num_attention_heads=cfg.n_heads,
+        num_key_value_heads=cfg.n_heads,
+        max_position_embeddings=256,
+        bos_token_id=V.BOS_ID,
+        eos_token_id=V.EOS_ID,
+        pad_token_id=V.PAD_ID,
+        tie_word_embeddings=False,
+        use_cache=False,
+        initializer_range=cfg.init_std,
+        attn_implementation="sdpa",
+    )
+    torch.manual_seed(cfg.seed)
+    return LlamaForCausalLM(config)
+
+
+def matmul_flops_per_token(cfg: ZooTrainConfig, n_layers: int) -> float:
+    """Forward+backward matmul FLOPs per token: 6 x weights per layer x layers + unembedding,
+    plus causal attention scores and mixing (2 x 2 x seq/2 x d per layer, x3 for backward)."""
+    d = cfg.d_model
+    per_layer = 4 * d * d + 3 * d * cfg.d_mlp
+    attn = 2 * 2 * (cfg.seq_len / 2) * d
+    return 3 * (2 * (per_layer * n_layers + d * V.VOCAB_SIZE) + attn * n_layers)
+
+
+@torch.no_grad()
+def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999) -> torch.Tensor:
+    """``[layer, head]`` stripe scores on ``[BOS] + r + r`` with ``len(r) = distance`` (see
+    RESEARCH.md "Induction scores"; the detector's full version is ``induction.scores``)."""
+    rng = np.random.default_rng(seed)
+    r = np.stack(
+        [
+            rng.choice(np.arange(V.FIRST_ORDINARY_ID, V.VOCAB_SIZE), distance, replace=False)
+            for _ in range(batch)
+        ]
+    )
+    tokens = torch.tensor(np.concatenate([np.full((batch, 1), V.BOS_ID), r, r], axis=1))
+    was_training, impl = model.training, model.config._attn_implementation
+    model.eval()
+    model.set_attn_implementation("eager")
+    try:
+        attentions = model(tokens, output_attentions=True).attentions
+    finally:
+        model.set_attn_implementation(impl)
+        model.train(was_training)
+    q = torch.arange(1 + distance, 1 + 2 * distance)
+    return torch.stack([a[:, :, q, q - distance + 1].mean(dim=(0, 2)) for a in attentions])
+
+
+def _lr(step: int, cfg: ZooTrainConfig, formed_at: int | None) -> float:
+    """Warmup, constant until heads form, then cosine decay to 10% at ``cfg.steps``."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    if formed_at is None or step >= cfg.steps:
+        return cfg.lr if formed_at is None else 0.1 * cfg.lr
+    progress = (step - formed_at) / max(1, cfg.steps - formed_at)
+    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def train(
+    cfg: ZooTrainConfig, out: Path | None = None, progress: bool = True
+) -> tuple[object, dict]:
+    """Train one zoo model; returns ``(model, card)`` where the model is the tied looped model
+    for the looped family. If ``out`` is given, writes the checkpoint folder there."""
+    if cfg.family not in FAMILIES:
+        from induction.errors import InputError
+
+        raise InputError(f"unknown zoo family {cfg.family!r}; use one of {', '.join(FAMILIES)}")
+    torch.set_num_threads(cfg.threads)
+    rng = np.random.default_rng(cfg.seed)
+    corpus = CorpusConfig(
+        **{**cfg.corpus, "seq_len": cfg.seq_len, "max_span": cfg.span_before, "mix": cfg.mix_before}
+    )
+
+    log, plan = None, None
+    if cfg.family == "dense":
+        model = build_model(cfg, cfg.depth)
+    elif cfg.family == "grown":
+        model = build_model(cfg, cfg.initial_depth)
+        log = DuplicationLog(initial_depth=cfg.initial_depth)
+    else:
+        plan = LoopPlan(block=cfg.loop_block, loops=cfg.depth // cfg.loop_block)
+        model = tie_layers(build_model(cfg, plan.stored_layers), plan)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
+    )
+
+    history, flops, formed_at, step = [], 0.0, None, 0
+    grow_steps = [int(f * cfg.steps) for f in cfg.grow_at]
+    start = time.time()
+    bar = _progress(progress, cfg)
+    while True:
+        depth = len(decoder_layers(model))
+        done = step >= cfg.steps and (formed_at is not None or step >= cfg.max_steps)
+        if done:
+            break
+        if (
+            log is not None
+            and len(log.events) < 2
+            and step >= grow_steps[len(log.events)]
+            and formed_at is not None
+        ):
+            block = cfg.initial_depth if not log.events else depth
+            source, insert_at = lidas_span(depth, block)
+            _, opt = duplicate_layers(
+                model,
+                source,
+                insert_at,
+                log=log,
+                step=step,
+                operator="lidas",
+                optimizer=opt,
+                optimizer_state=cfg.optimizer_state,
+            )
+            depth = len(decoder_layers(model))
+        for group in opt.param_groups:
+            group["lr"] = _lr(step, cfg, formed_at)
+        tokens = torch.from_numpy(make_batch(rng, corpus, cfg.batch))
+        loss = model(tokens, labels=tokens).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        flops += matmul_flops_per_token(cfg, depth) * tokens.numel()
+        step += 1
+        if step % cfg.eval_every == 0 or step == cfg.steps:
+            score = float(induction_head_scores(model, 20).max())
+            history.append(
+                {
+                    "step": step,
+                    "loss": round(loss.item(), 4),
+                    "score20": round(score, 4),
+                    "depth": depth,
+                }
+            )
+            if formed_at is None and score >= cfg.formed_threshold:
+                formed_at = step
+                corpus.max_span = cfg.span_after
+                corpus.mix = dict(cfg.corpus["mix"])
+            bar(step, loss.item(), score, depth)
+    elapsed = time.time() - start
+
+    card = {
+        "name": f"{cfg.family}-s{cfg.seed}",
+        "family": cfg.family,
+        "seed": cfg.seed,
+        "effective_depth": len(decoder_layers(model)),
+        "steps": step,
+        "tokens": step * cfg.batch * cfg.seq_len,
+        "formed_at_step": formed_at,
+        "train_seconds": round(elapsed, 1),
+        "train_threads": cfg.threads,
+        "train_flops": flops,
+        "dense_equivalent_flops": matmul_flops_per_token(cfg, cfg.depth)
+        * step
+        * cfg.batch
+        * cfg.seq_len,
+        "repeat_len": cfg.repeat_len,
+        "config": asdict(cfg),
+        "history": history,
+    }
+    card["flops_vs_dense"] = round(card["train_flops"] / card["dense_equivalent_flops"], 3)
+    for dist in (20, cfg.repeat_len, 50):
+        s = induction_head_scores(model, dist, batch=32, seed=12345)
+        card[f"max_induction_d{dist}"] = round(float(s.max()), 4)
+    card["heads_above_0.4_d32"] = int(
+        (induction_head_scores(model, cfg.repeat_len, batch=32, seed=12345) >= 0.4).sum()
+    )
+    if out is not None:
+        save_zoo_model(model, Path(out), card, log=log, plan=plan)
+    return model, card
+
+
+def _progress(enabled: bool, cfg: ZooTrainConfig):
+    if not enabled:
+        return lambda *a: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=cfg.steps, desc=f"{cfg.family}-s{cfg.seed}", unit="step")
+
+    def update(step, loss, score, depth):
+        bar.n = min(step, cfg.steps)
+        bar.set_postfix(loss=f"{loss:.3f}", ind20=f"{score:.2f}", depth=depth)
+        bar.refresh()
+
+    return update
+
+
+def save_zoo_model(
+    model, folder: Path, card: dict, log: DuplicationLog | None = None, plan: LoopPlan | None = None
+) -> None:
+    """Write a zoo checkpoint folder: safetensors weights, tokenizer, card, log or loop plan.
+    A looped model stores its block once (shared tensors cannot be saved as such)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    to_save = untie_to_stored(model, plan) if plan is not None else model
+    to_save.config.use_cache = True
+    to_save.save_pretrained(str(folder), safe_serialization=True)
+    V.save_tokenizer(folder)
+    if log is not None:
+        log.save(folder / "duplication_log.json")
+    if plan is not None:
+        plan.save(folder)
+    (folder / "card.json").write_text(json.dumps(card, indent=1) + "\n")
