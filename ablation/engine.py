@@ -20,6 +20,7 @@ flushed and fsynced line per result, so an interrupted run resumes where it stop
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import time
@@ -102,6 +103,9 @@ class Engine:
         self.eos_ids = set([eos] if isinstance(eos, int) else (eos or []))
         self._vocab_text: list[str] | None = None
         self.timer = Timer()
+        # transformers 5 renamed the cache argument ``past_key_values`` -> ``cache``
+        params = inspect.signature(self.hf.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"
 
     # ------------------------------------------------------------------ preparation
     def _token_texts(self) -> list[str]:
@@ -260,11 +264,13 @@ class Engine:
                 input_ids=step_ids,
                 attention_mask=mask,
                 position_ids=step_pos,
-                past_key_values=cache,
                 use_cache=True,
                 logits_to_keep=1,
+                **{self._cache_arg: cache},
             )
-            cache = out.past_key_values
+            cache = getattr(out, "cache", None)
+            if cache is None:
+                cache = getattr(out, "past_key_values", None)
             nxt = out.logits[:, -1].argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
             out_tokens.append(nxt)

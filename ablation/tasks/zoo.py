@@ -1,56 +1,60 @@
 """The ``zoo`` suite: token-level in-context tasks in the zoo's training formats.
 
-Every prompt is drawn fresh from ``numpy.random.default_rng([SEED_OFFSET + seed, task])``, a
-seed namespace disjoint from the training corpus (which derives its seeds from the model seed
-below 10 000), so the maps, programs and automata evaluated are new draws, not training data;
-RegBench additionally uses only held-out automata (``regbench.dfa_split == "test"``).
+Prompts are built with the zoo corpus's own segment generators (``induction.zoo.corpus``) so
+the formats match training exactly, but every draw comes from
+``numpy.random.default_rng([SEED_OFFSET + seed, task])``, a seed namespace disjoint from the
+training corpus, so the maps, programs and strings evaluated are fresh; RegBench uses only
+held-out automata (``corpus.sample_dfa(rng, training=False)``, the corpus's hash split).
+Prompts stay within the zoo's 128-token training length.
 
 Tasks (``shots`` means what each format has as demonstrations):
 
-- ``lookup``: a fresh map of 6-12 keys to values (words ``w0``-``w87``); ``shots`` pairs
-  ``k > v`` (keys with replacement) joined by ``" , "``, then a shown key ``k >``; the answer
-  is its value, decoded until ``,`` or ``.``. Default 8 pairs.
+- ``lookup``: a fresh map of 6-12 keys (words); ``shots`` pairs ``k > v`` (keys with
+  replacement) joined by ``" , "``, then a shown key ``k >``; the answer is its value,
+  decoded until ``,`` or ``.``. Default 12 pairs. Exact match.
 - ``copy``: ``r r`` with ``r`` 16 random words; the prompt stops 8 words into the second copy
-  and the next 4 words are the answer (no stop token; exactly 4 tokens decoded). ``shots`` is
-  unused.
-- ``var_depth0`` / ``var_depth1``: ``a = 3 , b = 7 , c = a ; c ? 3 .`` programs of 3-6
-  statements over letters ``a``-``r`` and digits; depth 0 queries a ``var = digit`` variable,
-  depth 1 a ``var = var`` whose source is a digit. ``shots`` whole programs (default 3) precede
-  the query program; decoding stops at ``.``.
-- ``regbench``: next-symbol TVD / greedy accuracy (see :mod:`ablation.tasks.regbench`).
+  and the next 4 words are the answer (exactly 4 tokens decoded). Token F1. ``shots`` unused.
+- ``var_depth0`` / ``var_depth1``: ``a = 3 , b = 7 , c = a ; c ? 3 .`` programs; depth 0
+  queries a ``var = digit`` variable, depth 1 a ``var = var`` alias. ``shots`` whole programs
+  (default 3) precede the query program; decoding stops at ``.``. Exact match.
+- ``regbench``: held-out automata, strings of 1-9 letters joined by ``|`` up to 127 tokens;
+  next-letter TVD (primary, lower is better) and greedy accuracy, scored as in
+  :mod:`ablation.tasks.regbench`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ablation.tasks import regbench
-from ablation.tasks.base import GenItem, GenTask
-from induction.zoo import vocab
+from ablation.tasks.base import DistItem, DistTask, GenItem, GenTask
+from induction.zoo import corpus
+from induction.zoo import vocab as V
 
 SEED_OFFSET = 10_000
 TASKS = ("lookup", "copy", "var_depth0", "var_depth1", "regbench")
-DEFAULT_SHOTS = {"lookup": 8, "copy": 0, "var_depth0": 3, "var_depth1": 3}
+DEFAULT_SHOTS = {"lookup": 12, "copy": 0, "var_depth0": 3, "var_depth1": 3}
+CONTEXT = 128  # the zoo's training sequence length
 
 
 def _rng(seed: int, task: str) -> np.random.Generator:
     return np.random.default_rng([SEED_OFFSET + seed, TASKS.index(task)])
 
 
+def _text(ids) -> str:
+    return " ".join(V.TOKENS[int(i)] for i in ids)
+
+
 def lookup(n_items: int, shots: int, seed: int) -> GenTask:
     rng = _rng(seed, "lookup")
     items = []
     for _ in range(n_items):
-        n_keys = int(rng.integers(6, 13))
-        picks = rng.choice(vocab.WORDS, size=2 * n_keys, replace=False).tolist()
-        mapping = dict(zip(picks[:n_keys], picks[n_keys:], strict=True))
-        keys = list(mapping)
-        shown = [keys[int(rng.integers(n_keys))] for _ in range(max(shots, 1))]
-        query = shown[int(rng.integers(len(shown)))]
-        demos = " , ".join(f"{k} > {mapping[k]}" for k in shown)
-        items.append(GenItem(prompt=f"{demos} , {query} >", golds=[mapping[query]]))
+        seg = corpus.lookup_segment(rng, int(rng.integers(6, 13)), max(shots, 1))
+        pairs = [seg[i : i + 3] for i in range(0, len(seg), 4)]  # k > v
+        key, _, value = pairs[int(rng.integers(len(pairs)))]
+        prompt = _text(seg[:-1]) + f" , {V.TOKENS[key]} >"
+        items.append(GenItem(prompt=prompt, golds=[V.TOKENS[value]]))
     return GenTask(
-        "lookup", items, metric="em", stop=[",", "."], max_new_tokens=4, group="zoo", suite="zoo"
+        "lookup", items, metric="em", stop=[",", "."], max_new_tokens=3, group="zoo", suite="zoo"
     )
 
 
@@ -58,7 +62,7 @@ def copy(n_items: int, seed: int, length: int = 16, shown: int = 8, answer: int 
     rng = _rng(seed, "copy")
     items = []
     for _ in range(n_items):
-        r = rng.choice(vocab.WORDS, size=length, replace=False).tolist()
+        r = rng.choice(V.WORDS, size=length, replace=False).tolist()
         prompt = " ".join(r + r[:shown])
         items.append(GenItem(prompt=prompt, golds=[" ".join(r[shown : shown + answer])]))
     return GenTask(
@@ -66,57 +70,57 @@ def copy(n_items: int, seed: int, length: int = 16, shown: int = 8, answer: int 
     )
 
 
-def _program(rng: np.random.Generator, depth: int) -> tuple[str, str]:
-    n = int(rng.integers(3, 7))
-    names = rng.choice(vocab.LETTERS, size=n, replace=False).tolist()
-    values: dict[str, str] = {}
-    stmts, digit_vars, chained = [], [], []
-    for i, name in enumerate(names):
-        # the first two statements assign digits so a depth-1 chain always exists
-        if i < 2 or not digit_vars or rng.random() < 0.5:
-            val = str(int(rng.integers(10)))
-            values[name] = val
-            digit_vars.append(name)
-        else:
-            src = digit_vars[int(rng.integers(len(digit_vars)))]
-            val = src
-            values[name] = values[src]
-            chained.append(name)
-        stmts.append(f"{name} = {val}")
-    if depth == 1 and not chained:
-        # force one var = var statement at the end
-        name = [c for c in vocab.LETTERS if c not in names][0]
-        src = digit_vars[int(rng.integers(len(digit_vars)))]
-        values[name] = values[src]
-        stmts.append(f"{name} = {src}")
-        chained.append(name)
-    pool = digit_vars if depth == 0 else chained
-    q = pool[int(rng.integers(len(pool)))]
-    return f"{' , '.join(stmts)} ; {q} ?", values[q]
-
-
 def var_assign(depth: int, n_items: int, shots: int, seed: int) -> GenTask:
     name = f"var_depth{depth}"
     rng = _rng(seed, name)
     items = []
     for _ in range(n_items):
-        demos = []
-        for _ in range(shots):
-            text, ans = _program(rng, depth)
-            demos.append(f"{text} {ans} .")
-        text, ans = _program(rng, depth)
-        items.append(GenItem(prompt=" ".join(demos + [text]), golds=[ans]))
+        demos = [_text(corpus.varassign_segment(rng, depth)) for _ in range(shots)]
+        query = corpus.varassign_segment(rng, depth)  # [... q ? answer .]
+        prompt = " ".join(demos + [_text(query[:-2])])
+        items.append(GenItem(prompt=prompt, golds=[V.TOKENS[query[-2]]]))
     return GenTask(
         name, items, metric="em", stop=[".", ","], max_new_tokens=3, group="zoo", suite="zoo"
     )
 
 
+def regbench_item(dfa, strings: list[list[int]], max_tokens: int = CONTEXT) -> DistItem:
+    ids, positions, valid = [V.BOS_ID], [], []
+    for i, s in enumerate(strings):
+        if i:
+            ids.append(V.VOCAB["|"])
+        state = 0
+        for letter in s:
+            if len(ids) >= max_tokens:
+                break
+            positions.append(len(ids) - 1)
+            valid.append(dfa.valid_next(state))
+            ids.append(letter)
+            state = dfa.step(state, letter)
+    support = sorted({a for edges in dfa.edges for a, _ in edges})
+    return DistItem(ids=ids[:max_tokens], positions=positions, valid=valid, support=support)
+
+
+def regbench(n_items: int, seed: int, max_tokens: int = CONTEXT) -> DistTask:
+    rng = _rng(seed, "regbench")
+    items = []
+    for _ in range(n_items):
+        dfa = corpus.sample_dfa(rng, training=False)
+        strings, total = [], 1
+        while total < max_tokens:
+            s = corpus.sample_string(rng, dfa, int(rng.integers(1, 10)))
+            strings.append(s)
+            total += len(s) + 1
+        items.append(regbench_item(dfa, strings, max_tokens))
+    return DistTask("regbench", items, metric="tvd", group="zoo", suite="zoo")
+
+
 def load(
-    tokenizer,
+    tokenizer=None,
     n_items: int = 64,
     shots: int | None = None,
     seed: int = 0,
-    max_tokens: int = 512,
+    max_tokens: int = CONTEXT,
     names=None,
 ) -> list:
     tasks = []
@@ -129,13 +133,5 @@ def load(
         elif name.startswith("var_depth"):
             tasks.append(var_assign(int(name[-1]), n_items, k, seed))
         elif name == "regbench":
-            t = regbench.load(
-                tokenizer,
-                vocab.BOS_ID,
-                n_items=max(8, n_items // 2),
-                seed=seed,
-                max_tokens=max_tokens,
-            )[0]
-            t.suite = "zoo"
-            tasks.append(t)
+            tasks.append(regbench(max(8, n_items // 2), seed, min(max_tokens, CONTEXT)))
     return tasks

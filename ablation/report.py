@@ -1,0 +1,208 @@
+"""Per-task report: clean score, ablated score, drop, random-control spread and z-score.
+
+``drop`` is oriented so that positive means the ablation hurt: ``clean - ablated`` for
+scores where higher is better (F1, EM, accuracy) and ``ablated - clean`` for TVD. For each
+control head set the same drop is computed; ``ctrl_mean``/``ctrl_std`` (sample std, ddof=1)
+summarise them and ``z = (drop - ctrl_mean) / ctrl_std`` (NaN with fewer than 2 controls or
+zero spread). ``drop_se`` is the paired standard error of the drop over items.
+The ``MEAN`` row averages the generation tasks (F1/EM/number: the "mean F1 over tasks" of the
+source); its control spread is over per-control mean drops.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ablation.tasks.base import DistTask, Task
+from induction.io import atomic_path, write_json, write_table
+
+COLUMNS = [
+    "task",
+    "group",
+    "metric",
+    "n",
+    "clean",
+    "ablated",
+    "drop",
+    "drop_se",
+    "ctrl_mean",
+    "ctrl_std",
+    "z",
+    "ctrl_drops",
+]
+
+
+def _drop(clean: float, other: float, higher_is_better: bool) -> float:
+    return clean - other if higher_is_better else other - clean
+
+
+def _stats(drop: float, ctrl: list[float]) -> tuple[float, float, float]:
+    if not ctrl:
+        return math.nan, math.nan, math.nan
+    mean = float(np.mean(ctrl))
+    std = float(np.std(ctrl, ddof=1)) if len(ctrl) > 1 else math.nan
+    z = (drop - mean) / std if std and not math.isnan(std) and std > 0 else math.nan
+    return mean, std, z
+
+
+def build_report(run) -> pd.DataFrame:
+    rows = []
+    labels = [f"control{i}" for i in range(len(run.plan.controls))]
+    gen_drops: dict[str, list[float]] = {"clean": [], "ablated": [], "drop": []}
+    gen_ctrl: list[list[float]] = [[] for _ in labels]
+    for task in run.tasks:
+        res = run.results[task.name]
+        metric_list = [(task.metric, task.higher_is_better, "items")]
+        if isinstance(task, DistTask):
+            metric_list.append(("acc", True, "items_acc"))
+        for metric, hib, item_key in metric_list:
+            clean = res["clean"]["scores"][metric]
+            abl = res["ablated"]["scores"][metric]
+            drop = _drop(clean, abl, hib)
+            ci = np.asarray(res["clean"][item_key], dtype=float)
+            ai = np.asarray(res["ablated"][item_key], dtype=float)
+            diffs = (ci - ai) if hib else (ai - ci)
+            se = (
+                float(np.nanstd(diffs, ddof=1) / math.sqrt(len(diffs)))
+                if len(diffs) > 1
+                else math.nan
+            )
+            ctrl = [_drop(clean, res[lab]["scores"][metric], hib) for lab in labels]
+            mean, std, z = _stats(drop, ctrl)
+            name = task.name if metric == task.metric else f"{task.name}:{metric}"
+            rows.append(
+                {
+                    "task": name,
+                    "group": task.group,
+                    "metric": metric,
+                    "n": len(ci),
+                    "clean": clean,
+                    "ablated": abl,
+                    "drop": drop,
+                    "drop_se": se,
+                    "ctrl_mean": mean,
+                    "ctrl_std": std,
+                    "z": z,
+                    "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
+                }
+            )
+            if not isinstance(task, DistTask):
+                gen_drops["clean"].append(clean)
+                gen_drops["ablated"].append(abl)
+                gen_drops["drop"].append(drop)
+                for j, c in enumerate(ctrl):
+                    gen_ctrl[j].append(c)
+    if gen_drops["drop"]:
+        drop = float(np.mean(gen_drops["drop"]))
+        ctrl = [float(np.mean(c)) for c in gen_ctrl]
+        mean, std, z = _stats(drop, ctrl)
+        rows.append(
+            {
+                "task": "MEAN",
+                "group": "generation tasks",
+                "metric": "f1/em",
+                "n": len(gen_drops["drop"]),
+                "clean": float(np.mean(gen_drops["clean"])),
+                "ablated": float(np.mean(gen_drops["ablated"])),
+                "drop": drop,
+                "drop_se": math.nan,
+                "ctrl_mean": mean,
+                "ctrl_std": std,
+                "z": z,
+                "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
+            }
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def overall_drop(df: pd.DataFrame) -> float | None:
+    row = df[df.task == "MEAN"]
+    return float(row["drop"].iloc[0]) if len(row) else None
+
+
+def write_report(df: pd.DataFrame, path: str | Path, meta: dict | None = None) -> Path:
+    """CSV / Parquet / JSON lines by suffix (atomic); ``.json`` also carries the run's meta."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        rows = json.loads(df.to_json(orient="records"))
+        return write_json(path, {"meta": meta or {}, "rows": rows})
+    return write_table(df, path)
+
+
+def plot_report(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
+    """Bar chart of the drop per task against the random controls' mean ± std (atomic)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_bar(
+        name="top heads ablated",
+        x=df.task,
+        y=df["drop"],
+        error_y=dict(type="data", array=df.drop_se.fillna(0)),
+    )
+    fig.add_bar(
+        name="random controls (mean ± std)",
+        x=df.task,
+        y=df.ctrl_mean,
+        error_y=dict(type="data", array=df.ctrl_std.fillna(0)),
+    )
+    fig.update_layout(
+        barmode="group", title=title, yaxis_title="drop (positive = worse)", template="plotly_white"
+    )
+    with atomic_path(path) as tmp:
+        fig.write_html(str(tmp), include_plotlyjs=True, full_html=True)
+    return Path(path)
+
+
+def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title=title, title_justify="left")
+    for col, just in [
+        ("task", "left"),
+        ("metric", "left"),
+        ("n", "right"),
+        ("clean", "right"),
+        ("ablated", "right"),
+        ("drop", "right"),
+        ("controls", "right"),
+        ("z", "right"),
+    ]:
+        table.add_column(col, justify=just)
+    for r in df.itertuples():
+        ctrl = (
+            "-"
+            if math.isnan(r.ctrl_mean)
+            else (
+                f"{r.ctrl_mean:+.3f} ± {r.ctrl_std:.3f}"
+                if not math.isnan(r.ctrl_std)
+                else f"{r.ctrl_mean:+.3f}"
+            )
+        )
+        z = "-" if math.isnan(r.z) else f"{r.z:+.1f}"
+        style = "bold" if r.task == "MEAN" else None
+        table.add_row(
+            r.task,
+            r.metric,
+            str(r.n),
+            f"{r.clean:.3f}",
+            f"{r.ablated:.3f}",
+            f"{r.drop:+.3f}",
+            ctrl,
+            z,
+            style=style,
+        )
+    console.print(table)
+
+
+def tasks_frame(tasks: list[Task]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"task": t.name, "group": t.group, "metric": t.metric, "n": len(t.items)} for t in tasks]
+    )

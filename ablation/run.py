@@ -1,0 +1,264 @@
+"""Orchestration: choose heads, evaluate every task clean / ablated / under random controls.
+
+:func:`plan_heads` picks the target heads (top ``frac`` by a detector score, or an explicit
+list) and the random control sets; :func:`run_ablation` evaluates each task once clean, once
+with the target heads ablated and once per control, reusing cached results, and returns the
+raw results that :mod:`ablation.report` turns into the per-task table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from ablation.engine import ENGINE_VERSION, Engine, ResultCache, ablation_key
+from ablation.hooks import HeadAblation, tie_heads
+from ablation.selection import (
+    describe,
+    parse_heads,
+    random_controls,
+    tied_scores,
+    top_frac,
+)
+from ablation.tasks.base import Task
+from induction.errors import InputError
+
+
+@dataclass
+class HeadPlan:
+    target: list[tuple[int, int]]
+    controls: list[list[tuple[int, int]]]
+    selection: str
+    scores: pd.DataFrame | None = None
+    tied: bool = False
+    unrolled_layers: list | None = None
+
+    def expand(self, heads):
+        """Heads actually hooked (all passes of a tied looped model)."""
+        return tie_heads(heads, self.unrolled_layers) if self.tied else list(heads)
+
+
+@dataclass
+class RunResult:
+    tasks: list[Task]
+    plan: HeadPlan
+    results: dict[str, dict[str, dict]]  # task -> label -> engine result
+    meta: dict = field(default_factory=dict)
+
+
+def compute_scores(loaded, seed: int = 0) -> pd.DataFrame:
+    """Detector scores per head (``induction.scores.induction_scores``); a minimal
+    repeated-random-token induction score stands in while that module is missing."""
+    try:
+        from induction.scores import induction_scores
+    except ImportError:
+        warnings.warn(
+            "induction.scores is missing; using ablation's fallback induction score", stacklevel=2
+        )
+        return fallback_induction_scores(loaded, seed=seed)
+    return induction_scores(loaded)
+
+
+def fallback_induction_scores(
+    loaded, seq_len: int | None = None, batch: int = 16, seed: int = 0
+) -> pd.DataFrame:
+    """ARENA-style induction score: ``[BOS] r r`` prompts, mean attention from each
+    second-copy token to the token after its first occurrence."""
+    import torch
+
+    info, bridge = loaded.info, loaded.bridge
+    lo, hi = info.ordinary_token_range
+    t = seq_len or min(info.default_repeat_len, (info.n_ctx - 1) // 2)
+    g = torch.Generator().manual_seed(seed)
+    r = torch.randint(lo, hi, (batch, t), generator=g)
+    bos = info.bos_token_id if info.bos_token_id is not None else lo
+    toks = torch.cat([torch.full((batch, 1), bos), r, r], 1).to(bridge.cfg.device)
+    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(info.n_layers)]
+    with torch.no_grad():
+        _, cache = bridge.run_with_cache(toks, names_filter=lambda n: n in names)
+    rows = []
+    q = torch.arange(1 + t, 1 + 2 * t)
+    for layer in range(info.n_layers):
+        pat = cache[names[layer]]  # [b, h, q, k]
+        sc = pat[:, :, q, q - t + 1].mean(dim=(0, 2))
+        rows += [
+            {"layer": layer, "head": h, "induction": float(sc[h])} for h in range(info.n_heads)
+        ]
+    df = pd.DataFrame(rows)
+    df["rank"] = df["induction"].rank(ascending=False, method="first").astype(int)
+    return df
+
+
+def plan_heads(
+    loaded,
+    frac: float = 0.2,
+    score: str = "induction",
+    heads: str | None = None,
+    n_controls: int = 5,
+    seed: int = 0,
+    match_layers: bool = False,
+    tied: bool = False,
+    scores: pd.DataFrame | None = None,
+) -> HeadPlan:
+    info = loaded.info
+    if n_controls < 0:
+        raise InputError(f"--controls must be >= 0, got {n_controls}")
+    unrolled = None
+    if tied:
+        plan = loaded.loop_plan
+        if plan is None:
+            raise InputError("--tied needs a looped model (one with a loop plan); drop --tied")
+        unrolled = list(plan.unrolled_layers)
+    pool = None
+    if heads:
+        target = parse_heads(heads, info.n_layers, info.n_heads)
+        selection = f"explicit ({len(target)} heads)"
+        if tied:
+            target = sorted({(_first_pass(unrolled, la), h) for la, h in target})
+    else:
+        if scores is None:
+            scores = compute_scores(loaded, seed=seed)
+        table = tied_scores(scores, unrolled) if tied else scores
+        target = top_frac(table, frac, score)
+        selection = f"top {frac:g} by {score} ({len(target)} of {len(table)} heads)"
+    if tied:
+        firsts = sorted({_first_pass(unrolled, i) for i in range(len(unrolled))})
+        pool = [(la, h) for la in firsts for h in range(info.n_heads)]
+    controls = random_controls(
+        target,
+        info.n_layers,
+        info.n_heads,
+        n_controls,
+        seed=seed,
+        match_layers=match_layers,
+        pool=pool,
+    )
+    return HeadPlan(
+        target=target,
+        controls=controls,
+        selection=selection,
+        scores=scores,
+        tied=tied,
+        unrolled_layers=unrolled,
+    )
+
+
+def _first_pass(unrolled, layer: int) -> int:
+    block = unrolled[layer][0]
+    return next(i for i, (b, _) in enumerate(unrolled) if b == block)
+
+
+def model_fingerprint(loaded) -> str:
+    info = loaded.info
+    parts = [info.name, str(info.path), info.n_layers, info.n_heads, info.dtype, ENGINE_VERSION]
+    if info.path and Path(info.path).is_dir():
+        for f in sorted(Path(info.path).glob("*.safetensors")):
+            st = f.stat()
+            parts += [f.name, st.st_size, int(st.st_mtime)]
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
+
+
+def default_cache_path(loaded) -> Path:
+    root = Path(os.environ.get("INDUCTION_CACHE", Path.home() / ".cache" / "induction-workbench"))
+    return root / "ablate" / f"{model_fingerprint(loaded)}.jsonl"
+
+
+def run_ablation(
+    loaded,
+    tasks: list[Task],
+    plan: HeadPlan,
+    mode: str = "zero",
+    mean_over: str = "all",
+    engine: Engine | None = None,
+    cache: ResultCache | None = None,
+    progress: bool = True,
+) -> RunResult:
+    """Evaluate ``tasks`` clean, with ``plan.target`` ablated and under each control."""
+    engine = engine or Engine(loaded.bridge, loaded.tokenizer)
+    cache = cache or ResultCache(None)
+    sets = [("ablated", plan.target)] + [(f"control{i}", c) for i, c in enumerate(plan.controls)]
+    results: dict[str, dict[str, dict]] = {}
+    prepared = [engine.prepare(t) for t in tasks]
+    todo = []
+    for prep in prepared:
+        results[prep.task.name] = {}
+        for label, heads in [("clean", [])] + sets:
+            hooked = plan.expand(heads)
+            key = cache.key(prep.fingerprint, ablation_key(hooked, mode, mean_over))
+            hit = cache.get(key)
+            if hit is not None:
+                results[prep.task.name][label] = hit
+            else:
+                todo.append((prep, label, hooked, key))
+    bar = _progress(progress, sum(len(p.batches) for p, *_ in todo))
+    with bar as (advance, describe_task):
+        for prep, label, hooked, key in todo:
+            describe_task(f"{prep.task.name} [{label}]")
+            ablation = None
+            if hooked:
+                means = (
+                    engine.means_for(prep, sorted({la for la, _ in hooked}), mean_over)
+                    if mode == "mean"
+                    else None
+                )
+                ablation = HeadAblation(hooked, mode, means, mean_over)
+            res = engine.evaluate(prep, ablation, on_batch=advance)
+            res["heads"] = describe(hooked)
+            cache.put(key, res)
+            results[prep.task.name][label] = res
+    meta = {
+        "model": loaded.info.name,
+        "selection": plan.selection,
+        "heads": describe(plan.target),
+        "controls": [describe(c) for c in plan.controls],
+        "mode": mode,
+        "mean_over": mean_over if mode == "mean" else None,
+        "tied": plan.tied,
+        "engine_seconds": round(engine.timer.total_s, 2),
+        "forward_seconds": round(engine.timer.forward_s, 2),
+    }
+    return RunResult(tasks=tasks, plan=plan, results=results, meta=meta)
+
+
+class _progress:
+    """Rich progress bar on stderr (a no-op when disabled)."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.enabled, self.total = enabled and total > 0, total
+
+    def __enter__(self):
+        if not self.enabled:
+            return (lambda: None), (lambda text: None)
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.p = Progress(
+            TextColumn("{task.description:<32}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.p.__enter__()
+        tid = self.p.add_task("ablate", total=self.total)
+        return (lambda: self.p.advance(tid)), (lambda text: self.p.update(tid, description=text))
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.p.__exit__(*exc)
+        return False
