@@ -1,0 +1,215 @@
+"""The ``induction`` command line.
+
+Errors the user can fix (:class:`induction.errors.WorkbenchError`) print ``error: <message>``
+on one line to stderr and exit with code 2; any other exception keeps its traceback.
+
+Commands live in their own modules and are registered in ``COMMANDS`` below, one line each.
+A module that does not exist yet is skipped; an import error *inside* an existing module is
+raised, so a broken command is never silently missing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+
+import typer
+from typer.core import TyperGroup
+
+from induction.cli_options import (
+    DeviceMapOpt,
+    DeviceOpt,
+    DtypeOpt,
+    ModelArg,
+    TrustRemoteCodeOpt,
+)
+from induction.errors import WorkbenchError
+
+#: (module, attribute, command name). The attribute is a function (registered as a command
+#: named after it unless a name is given) or a ``typer.Typer`` (registered as a command group,
+#: name required). Add your command with one line here.
+COMMANDS: list[tuple[str, str, str | None]] = [
+    ("induction.scan_cli", "scan", None),
+    ("lineage.cli", "lineage", None),
+    ("lineage.cli", "grow", None),
+    ("ablation.cli", "ablate", None),
+    ("induction.zoo.cli", "zoo_app", "zoo"),
+]
+
+
+class _Group(TyperGroup):
+    """Prints a WorkbenchError raised by any command as one line and exits with code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except WorkbenchError as e:
+            message = " ".join(str(e).split()) or type(e).__name__
+            typer.echo(f"error: {message}", err=True)
+            raise typer.Exit(2) from None
+
+
+app = typer.Typer(
+    name="induction",
+    cls=_Group,
+    help="Find, trace and ablate induction heads in dense, depth-grown and looped LMs.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Keep library logs and progress bars."
+    ),
+) -> None:
+    if not verbose:
+        _quiet_libraries()
+
+
+def _quiet_libraries() -> None:
+    """Hide library logs and progress bars without importing the libraries."""
+    import os
+    import sys
+
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"  # read when transformers is imported
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:  # already imported by a command module: tell it now
+        from induction.loading import quiet_libraries
+
+        quiet_libraries()
+
+
+@app.command()
+def models() -> None:
+    """List the shipped zoo models and what else a model spec may be."""
+    from induction.zoo import registry
+
+    names = registry.zoo_models()
+    if names:
+        typer.echo("Zoo models (pass the name, or a family name for its first seed):")
+        typer.echo(f"  {'name':<12} {'family':<7} {'seed':>4} {'layers':>6} {'heads':>5}  scores")
+        for name in names:
+            typer.echo("  " + _zoo_row(name, registry))
+    else:
+        typer.echo(
+            "Zoo models: none shipped in this install "
+            "(train one with `induction zoo train grown --seed 0`)."
+        )
+    typer.echo(
+        "\nA model spec may also be:\n"
+        "  ./path/to/folder     a Hugging Face checkpoint folder (config.json, *.safetensors,\n"
+        "                       tokenizer files); duplication_log.json / loop_plan.json are used\n"
+        "  ./model.gguf         a GGUF file, dequantized once and cached as safetensors\n"
+        "                       ($INDUCTION_CACHE, default ~/.cache/induction-workbench)\n"
+        "  org/name             a Hugging Face hub name (needs the hub or its local cache)\n"
+        "`induction info SPEC` loads one and prints its facts."
+    )
+
+
+def _zoo_row(name: str, registry) -> str:
+    family, _, seed = name.rpartition("-s")
+    folder = registry.zoo_path(name)
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        config = {}
+    layers = config.get("num_hidden_layers", "?")
+    heads = config.get("num_attention_heads", "?")
+    plan = folder / "loop_plan.json"
+    if plan.is_file():
+        try:
+            layers = json.loads(plan.read_text()).get("n_layers", layers)
+        except (OSError, json.JSONDecodeError, AttributeError):
+            pass
+    scores = ""
+    try:
+        card = registry.model_card(name)
+    except (OSError, json.JSONDecodeError, WorkbenchError):
+        card = {}
+    measured = card.get("scores") if isinstance(card, dict) else None
+    if isinstance(measured, dict):
+        scores = ", ".join(f"{k}={_fmt(v)}" for k, v in measured.items() if _is_scalar(v))
+    return f"{name:<12} {family:<7} {seed:>4} {layers!s:>6} {heads!s:>5}  {scores}"
+
+
+def _is_scalar(v) -> bool:
+    return isinstance(v, int | float | str) and not isinstance(v, bool)
+
+
+def _fmt(v) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+@app.command()
+def info(
+    model: ModelArg,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = None,
+    device_map: DeviceMapOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
+    as_json: bool = typer.Option(False, "--json", help="Print the facts as JSON."),
+) -> None:
+    """Load a model and print what the workbench knows about it."""
+    from induction.loading import load_model
+
+    loaded = load_model(
+        model,
+        device=device,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        device_map=device_map,
+    )
+    facts = loaded.info.as_dict()
+    facts["lineage"] = loaded.lineage is not None
+    facts["looped"] = loaded.loop_plan is not None
+    if as_json:
+        typer.echo(json.dumps(facts, indent=2))
+        return
+    width = max(len(k) for k in facts)
+    for key, value in facts.items():
+        if key == "special_token_ids" and len(value) > 12:
+            value = f"{value[:12]} ... ({len(value)} ids)"
+        typer.echo(f"{key:<{width}}  {value}")
+
+
+def register_commands(target: typer.Typer, commands=COMMANDS) -> list[str]:
+    """Register every command whose module exists; returns the names registered."""
+    registered = []
+    for module_name, attr, name in commands:
+        if not _module_exists(module_name):
+            continue
+        module = importlib.import_module(module_name)
+        obj = getattr(module, attr)
+        if isinstance(obj, typer.Typer):
+            target.add_typer(obj, name=name or attr)
+        else:
+            target.command(name=name)(obj)
+        registered.append(name or attr)
+    return registered
+
+
+def _module_exists(module_name: str) -> bool:
+    if module_name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+register_commands(app)
+
+
+def main() -> None:
+    """Console-script entry point (``induction``)."""
+    app(prog_name="induction")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

