@@ -1,0 +1,53 @@
+"""Shared fixtures: a tiny Llama checkpoint folder with the zoo tokenizer (loads in < 1 s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def make_tiny_llama(
+    folder: Path,
+    n_layers: int = 2,
+    n_heads: int = 4,
+    n_kv_heads: int = 2,
+    d_model: int = 32,
+    seed: int = 0,
+) -> Path:
+    """Save a randomly initialised LlamaForCausalLM + zoo tokenizer to ``folder``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from induction.zoo.vocab import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, save_tokenizer
+
+    config = LlamaConfig(
+        vocab_size=VOCAB_SIZE,
+        hidden_size=d_model,
+        intermediate_size=2 * d_model,
+        num_hidden_layers=n_layers,
+        num_attention_heads=n_heads,
+        num_key_value_heads=n_kv_heads,
+        max_position_embeddings=256,
+        bos_token_id=BOS_ID,
+        eos_token_id=EOS_ID,
+        pad_token_id=PAD_ID,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    save_tokenizer(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory) -> Path:
+    """A read-only tiny checkpoint folder; copy it (shutil.copytree) before modifying."""
+    return make_tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny-llama")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_factory():
+    """``make_tiny_llama`` as a fixture (conftest modules are not importable by tests)."""
+    return make_tiny_llama

@@ -1,0 +1,69 @@
+"""The CLI skeleton: help, the models listing, one-line errors in a real process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from induction.cli import app, register_commands
+
+runner = CliRunner()
+
+
+def test_help_lists_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("models", "info"):
+        assert command in result.stdout
+
+
+def test_models_lists_zoo_and_spec_kinds():
+    from induction import zoo_models
+
+    result = runner.invoke(app, ["models"])
+    assert result.exit_code == 0, result.output
+    for kind in ("folder", ".gguf", "hub name"):
+        assert kind in result.stdout
+    for name in zoo_models():
+        assert name in result.stdout
+
+
+def test_console_script_one_line_error():
+    """A real process: exit 2, one stderr line, no traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-c", "from induction.cli import main; main()", "info", "./no/such"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: no such file or folder: ./no/such (`induction models` lists what can be loaded)"
+    ]
+
+
+def test_unexpected_errors_keep_traceback():
+    def crash() -> None:
+        raise ZeroDivisionError("bug")
+
+    from induction.cli import _Group
+
+    local = typer.Typer(cls=_Group)
+    local.command()(crash)
+    local.command()(lambda: None)
+    result = runner.invoke(local, ["crash"])
+    assert isinstance(result.exception, ZeroDivisionError)
+
+
+def test_registration_skips_missing_but_surfaces_broken(monkeypatch):
+    target = typer.Typer()
+    assert register_commands(target, [("induction.no_such_module_xyz", "x", None)]) == []
+    broken = types.ModuleType("induction._broken_cli_test")
+    monkeypatch.setitem(sys.modules, "induction._broken_cli_test", broken)
+    with pytest.raises(AttributeError):
+        register_commands(target, [("induction._broken_cli_test", "missing", None)])
