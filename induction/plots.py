@@ -1,0 +1,154 @@
+"""Figures of a scan table: a layer x head heatmap and a ranked bar chart (plotly).
+
+``save_figure`` writes ``.html`` (self-contained: opens offline) always, and ``.png`` through
+kaleido when kaleido and a browser for it are installed; when PNG export is impossible it
+writes nothing and returns a one-line note instead of failing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from induction.errors import InputError
+
+FIGURE_SUFFIXES = (".html", ".png")
+
+
+def _check_score(df, score: str) -> None:
+    if score not in df.columns:
+        raise InputError(f"the table has no {score!r} column; scored: {_scored(df)}")
+
+
+def _scored(df) -> str:
+    names = [c for c in df.columns if f"{c}_std" in df.columns]
+    return ", ".join(names) or "none"
+
+
+def _layer_labels(df) -> dict[int, str]:
+    labels = {}
+    looped = {"block_layer", "pass"} <= set(df.columns)
+    for row in df.drop_duplicates("layer").itertuples(index=False):
+        layer = int(row.layer)
+        if looped:
+            labels[layer] = f"{layer} (b{int(row.block_layer)} p{int(getattr(row, 'pass'))})"
+        else:
+            labels[layer] = str(layer)
+    return labels
+
+
+def _title(df, score: str, title: str | None) -> str:
+    if title:
+        return title
+    a = df.attrs
+    bits = [str(a["model"])] if a.get("model") else []
+    if a.get("seq_len"):
+        bits.append(f"T={a['seq_len']} x{a.get('n_repeats', 2)}")
+    if a.get("seeds"):
+        bits.append(f"{a.get('batch')} prompts x {len(a['seeds'])} seeds")
+    if a.get("convention") and score in ("induction", "duplicate_token", "previous_token"):
+        bits.append(a["convention"])
+    return f"{score} score" + (f" — {', '.join(bits)}" if bits else "")
+
+
+def heatmap(df, score: str = "induction", title: str | None = None):
+    """Layer (rows, layer 0 at the top) x head heatmap of ``score``; hover shows the spread."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    _check_score(df, score)
+    layers = sorted(int(x) for x in df["layer"].unique())
+    heads = sorted(int(x) for x in df["head"].unique())
+    li = {lay: i for i, lay in enumerate(layers)}
+    z = np.full((len(layers), len(heads)), np.nan)
+    std = np.full_like(z, np.nan)
+    std_col = f"{score}_std"
+    for row in df.itertuples(index=False):
+        i, j = li[int(row.layer)], int(getattr(row, "head"))
+        z[i, j] = getattr(row, score)
+        if std_col in df.columns:
+            std[i, j] = getattr(row, std_col)
+    labels = _layer_labels(df)
+    signed = score == "copying"
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[str(h) for h in heads],
+            y=[labels[lay] for lay in layers],
+            customdata=std,
+            colorscale="RdBu" if signed else "Viridis",
+            zmin=-1 if signed else 0,
+            zmax=1,
+            colorbar={"title": score},
+            hovertemplate="layer %{y}, head %{x}<br>"
+            + score
+            + " %{z:.3f} ± %{customdata:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=_title(df, score, title),
+        xaxis_title="head",
+        yaxis_title="layer" + (" (block layer, pass)" if "pass" in df.columns else ""),
+        yaxis={"autorange": "reversed", "type": "category"},
+        xaxis={"type": "category"},
+        template="plotly_white",
+        height=max(360, 28 * len(layers) + 160),
+    )
+    return fig
+
+
+def ranked_bar(df, score: str = "induction", top: int = 20, title: str | None = None):
+    """The ``top`` heads by ``score``, best first, with 95% CI error bars across seeds."""
+    import plotly.graph_objects as go
+
+    _check_score(df, score)
+    if top < 1:
+        raise InputError(f"top must be >= 1, got {top}")
+    best = df.sort_values(score, ascending=False).head(top)
+    labels = [f"L{int(r.layer)}H{int(getattr(r, 'head'))}" for r in best.itertuples(index=False)]
+    error = None
+    lo, hi = f"{score}_ci_lo", f"{score}_ci_hi"
+    if lo in best.columns and best[lo].notna().any():
+        error = {
+            "type": "data",
+            "symmetric": False,
+            "array": (best[hi] - best[score]).fillna(0).to_list(),
+            "arrayminus": (best[score] - best[lo]).fillna(0).to_list(),
+        }
+    fig = go.Figure(go.Bar(x=labels, y=best[score].to_list(), error_y=error))
+    if score == "induction":
+        from induction.scores import INDUCTION_THRESHOLD
+
+        fig.add_hline(
+            y=INDUCTION_THRESHOLD,
+            line_dash="dash",
+            annotation_text=f"{INDUCTION_THRESHOLD} (induction head)",
+        )
+    fig.update_layout(
+        title=_title(df, score, title) + f" — top {len(best)}",
+        xaxis_title="head",
+        yaxis_title=score,
+        xaxis={"type": "category"},
+        template="plotly_white",
+    )
+    return fig
+
+
+def save_figure(fig: Any, path: str | Path) -> str | None:
+    """Write ``fig`` to ``path`` (.html or .png). Returns a note if PNG had to be skipped."""
+    from induction.io import write_bytes, write_text
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FIGURE_SUFFIXES:
+        raise InputError(f"cannot write a figure to {path.name!r}: use a .html or .png file name")
+    if suffix == ".html":
+        write_text(path, fig.to_html(include_plotlyjs=True, full_html=True))
+        return None
+    try:
+        data = fig.to_image(format="png", scale=2)
+    except Exception as e:  # kaleido missing, or no browser for it: skip, never crash
+        reason = " ".join(str(e).split()).split(". ")[0][:160] or type(e).__name__
+        return f"PNG export unavailable, {path} not written ({reason}); use a .html path"
+    write_bytes(path, data)
+    return None

@@ -1,0 +1,247 @@
+"""``induction scan``: score and rank every attention head of a model as an induction head."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from induction.cli_options import (
+    DEFAULT_MODEL,
+    DeviceOpt,
+    DtypeOpt,
+    ModelArg,
+    OutOpt,
+    TrustRemoteCodeOpt,
+)
+from induction.errors import InputError
+
+_ALL_SCORES = "induction,prefix_matching,duplicate_token,previous_token,copying"
+
+
+def scan(
+    model: ModelArg = DEFAULT_MODEL,
+    seq_len: Annotated[
+        int | None,
+        typer.Option(
+            "--seq-len", help="Length T of the random block (default: the model's, 32 zoo / 50)."
+        ),
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", help="Prompts per seed.")] = 32,
+    seeds: Annotated[
+        str,
+        typer.Option("--seeds", help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2."),
+    ] = "3",
+    top: Annotated[int, typer.Option("--top", help="Heads shown in the table.")] = 10,
+    scores: Annotated[
+        str, typer.Option("--scores", help="Comma-separated scores to compute.")
+    ] = _ALL_SCORES,
+    convention: Annotated[
+        str,
+        typer.Option(
+            "--convention",
+            help="stripe (second-copy queries only) or tl_mul (TransformerLens detect_head).",
+        ),
+    ] = "stripe",
+    n_repeats: Annotated[
+        int, typer.Option("--n-repeats", help="Copies of the random block per prompt.")
+    ] = 2,
+    token_range: Annotated[
+        str | None,
+        typer.Option("--token-range", help="Draw token ids from lo:hi instead of the default."),
+    ] = None,
+    layers: Annotated[
+        str | None, typer.Option("--layers", help="Layers to score: 0,3,5 or 2:6 (half-open).")
+    ] = None,
+    loss: Annotated[
+        bool,
+        typer.Option("--loss/--no-loss", help="Also measure the in-context loss drop (logits)."),
+    ] = True,
+    chunk: Annotated[
+        int | None, typer.Option("--chunk", help="Prompts per forward pass (default: auto).")
+    ] = None,
+    out: OutOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Layer x head heatmap of the induction score (.html/.png)."),
+    ] = None,
+    bar: Annotated[
+        Path | None, typer.Option("--bar", help="Ranked bar chart of the top heads (.html/.png).")
+    ] = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
+) -> None:
+    """Score every attention head on repeated random tokens and rank the induction heads."""
+    from induction.scores import check_scores
+
+    names = check_scores(scores)
+    seed_list = _parse_seeds(seeds)
+    if batch <= 0:
+        raise InputError(f"batch must be a positive integer, got {batch}")
+    if top < 1:
+        raise InputError(f"--top must be >= 1, got {top}")
+    band = _parse_range(token_range) if token_range else None
+    _check_outputs(model, out, plot, bar)
+
+    from induction.io import write_table
+    from induction.loading import load_model
+
+    loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+    layer_list = _parse_layers(layers, loaded.info.n_layers) if layers else None
+    from induction.scores import induction_scores
+
+    df = induction_scores(
+        loaded,
+        seq_len=seq_len,
+        batch=batch,
+        seeds=seed_list,
+        scores=names,
+        convention=convention,
+        n_repeats=n_repeats,
+        layers=layer_list,
+        token_range=band,
+        loss=loss,
+        chunk=chunk,
+        progress=True,
+    )
+    _print_report(df, loaded, top)
+    if out is not None:
+        write_table(df, out)
+        typer.echo(f"wrote {out}")
+    rank_by = df.attrs["rank_by"]
+    for path, kind in ((plot, "heatmap"), (bar, "bar")):
+        if path is None:
+            continue
+        from induction import plots
+
+        fig = plots.heatmap(df, rank_by) if kind == "heatmap" else plots.ranked_bar(df, rank_by)
+        note = plots.save_figure(fig, path)
+        typer.echo(f"note: {note}" if note else f"wrote {path}", err=bool(note))
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _parse_seeds(text: str) -> int | tuple[int, ...]:
+    from induction.prompts import normalize_seeds
+
+    text = text.strip()
+    try:
+        if "," in text:
+            value: int | tuple[int, ...] = tuple(int(s) for s in text.split(",") if s.strip())
+        else:
+            value = int(text)
+    except ValueError:
+        raise InputError(
+            f"--seeds {text!r}: give a count (3) or comma-separated integers (0,1,2)"
+        ) from None
+    return normalize_seeds(value)
+
+
+def _parse_range(text: str) -> tuple[int, int]:
+    try:
+        lo, hi = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise InputError(f"--token-range {text!r}: expected lo:hi, e.g. 100:20000") from None
+    return lo, hi
+
+
+def _parse_layers(text: str, n_layers: int) -> list[int]:
+    try:
+        if ":" in text:
+            lo, hi = text.split(":")
+            return list(range(int(lo or 0), int(hi) if hi else n_layers))
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--layers {text!r}: expected 0,3,5 or 2:6") from None
+
+
+def _check_outputs(model: str, out: Path | None, plot: Path | None, bar: Path | None) -> None:
+    from induction.io import TABLE_SUFFIXES, refuse_overwrite_input
+    from induction.plots import FIGURE_SUFFIXES
+
+    model_path = Path(model).expanduser()
+    inputs = [model_path] if model_path.exists() else []
+    outputs = [p for p in (out, plot, bar) if p is not None]
+    for p in outputs:
+        refuse_overwrite_input(p, *inputs)
+    if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
+        raise InputError(
+            f"--out {out}: unknown table format {out.suffix or '(none)'!r}; "
+            f"use one of {', '.join(TABLE_SUFFIXES)}"
+        )
+    for flag, path in (("--plot", plot), ("--bar", bar)):
+        if path is not None and path.suffix.lower() not in FIGURE_SUFFIXES:
+            raise InputError(f"{flag} {path}: use a .html or .png file name")
+    resolved = [p.expanduser().resolve() for p in outputs]
+    if len(set(resolved)) != len(resolved):
+        raise InputError("--out, --plot and --bar must be different files")
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _print_report(df, loaded, top: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from induction.scores import INDUCTION_THRESHOLD
+
+    a = df.attrs
+    console = Console()
+    if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
+        console = Console(width=max(console.width, 160))
+    rank_by = a["rank_by"]
+    score_cols = list(a["scores"])
+    table = Table(
+        title=f"Top {min(top, len(df))} heads of {a['model']} by {rank_by}",
+        title_justify="left",
+    )
+    table.add_column("rank", justify="right")
+    table.add_column("layer", justify="right")
+    table.add_column("head", justify="right")
+    looped = "pass" in df.columns
+    if looped:
+        table.add_column("block layer", justify="right")
+        table.add_column("pass", justify="right")
+    for s in score_cols:
+        table.add_column(s, justify="right")
+    for row in df.sort_values("rank").head(top).itertuples(index=False):
+        cells = [str(row.rank), str(row.layer), str(getattr(row, "head"))]
+        if looped:
+            cells += [str(row.block_layer), str(getattr(row, "pass"))]
+        for s in score_cols:
+            value, std = getattr(row, s), getattr(row, f"{s}_std")
+            text = f"{value:.3f}"
+            if std == std and std > 0:  # not NaN, not a weights-only score
+                text += f" ± {std:.3f}"
+            cells.append(text)
+        table.add_row(*cells)
+    console.print(table)
+    layout = (
+        f"[BOS]+r x{a['n_repeats']}"
+        if a["prefix_kind"] == "bos"
+        else (f"[{a['prefix_kind']} {a['prefix_token']}]+r x{a['n_repeats']}")
+    )
+    console.print(
+        f"prompts: {layout}, T={a['seq_len']}, {a['batch']} per seed, seeds {a['seeds']}, "
+        f"token ids [{a['token_range'][0]}, {a['token_range'][1]}); convention {a['convention']}",
+        highlight=False,
+    )
+    if "induction" in df.columns:
+        n = int((df["induction"] >= INDUCTION_THRESHOLD).sum())
+        console.print(
+            f"heads with induction >= {INDUCTION_THRESHOLD}: {n} of {len(df)}", highlight=False
+        )
+    loss = a.get("in_context_loss")
+    if loss:
+        spread = loss["loss_drop_std"]
+        console.print(
+            f"in-context loss: first copy {loss['loss_first']:.3f}, repeated "
+            f"{loss['loss_repeat']:.3f}, drop {loss['loss_drop']:.3f}"
+            + (f" ± {spread:.3f}" if spread == spread else "")
+            + " nats",
+            highlight=False,
+        )

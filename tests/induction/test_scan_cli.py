@@ -1,0 +1,114 @@
+"""``induction scan`` end to end on tiny checkpoints: files, table, one-line errors."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from induction.cli import app
+from induction.zoo import registry
+
+runner = CliRunner()
+
+
+def scan(*args):
+    return runner.invoke(app, ["scan", *map(str, args)])
+
+
+def one_line_error(result, *fragments):
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_scan_writes_table_figures_and_prints_top_heads(tiny_llama_dir, tmp_path):
+    out, plot, bar = tmp_path / "s.csv", tmp_path / "h.html", tmp_path / "b.html"
+    result = scan(
+        tiny_llama_dir, "--seq-len", 8, "--batch", 2, "--seeds", "0,1", "--top", 3,
+        "--out", out, "--plot", plot, "--bar", bar,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    df = pd.read_csv(out)
+    assert len(df) == 2 * 4
+    assert {"layer", "head", "induction", "induction_std", "copying", "rank"} <= set(df.columns)
+    assert "Top 3 heads" in result.stdout
+    assert "in-context loss" in result.stdout
+    assert "T=8" in result.stdout and "seeds [0, 1]" in result.stdout
+    table_rows = [line for line in result.stdout.splitlines() if line.strip().startswith("│")]
+    assert len(table_rows) == 3
+    for path in (plot, bar):
+        html = path.read_text()
+        assert "<html" in html[:200].lower() and "plotly" in html
+
+
+def test_scan_parquet_subset_of_scores_and_tl_convention(tiny_llama_dir, tmp_path):
+    out = tmp_path / "s.parquet"
+    result = scan(
+        tiny_llama_dir, "--seq-len", 6, "--batch", 2, "--seeds", 1, "--no-loss",
+        "--scores", "induction,previous_token", "--convention", "tl_mul", "--layers", "1:2",
+        "--out", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    df = pd.read_parquet(out)
+    assert sorted(df.layer.unique()) == [1]
+    assert "copying" not in df.columns and "previous_token" in df.columns
+    assert "in-context loss" not in result.stdout
+    assert "convention tl_mul" in result.stdout
+
+
+def test_png_is_written_or_skipped_with_a_note(tiny_llama_dir, tmp_path):
+    png = tmp_path / "h.png"
+    result = scan(
+        tiny_llama_dir, "--seq-len", 5, "--batch", 1, "--seeds", 1, "--no-loss",
+        "--scores", "induction", "--plot", png,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert png.is_file() or "PNG export unavailable" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (["--seq-len", 300], ["does not fit the model's context of 256", "--seq-len 127"]),
+        (["--seq-len", 125], ["needs 125 distinct tokens", "only 124 ordinary tokens"]),
+        (["--scores", "induction,bogus"], ["unknown score 'bogus'"]),
+        (["--batch", 0], ["batch must be a positive integer"]),
+        (["--batch", -1], ["batch must be a positive integer"]),
+        (["--seeds", "a,b"], ["--seeds"]),
+        (["--convention", "abs"], ["unknown convention"]),
+        (["--out", "x.xlsx"], ["unknown table format"]),
+        (["--token-range", "5"], ["--token-range"]),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(tiny_llama_dir, args, fragments):
+    one_line_error(scan(tiny_llama_dir, "--no-loss", *args), *fragments)
+
+
+def test_unreadable_model_exit_2(tmp_path):
+    one_line_error(scan(tmp_path / "missing-model"), "no such file or folder")
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{ not json")
+    one_line_error(scan(broken), "not valid JSON")
+
+
+def test_output_equal_to_an_input_is_refused(tiny_llama_dir, tmp_path):
+    one_line_error(scan(tiny_llama_dir, "--out", tiny_llama_dir / "scores.csv"), "is an input")
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    one_line_error(scan(gguf, "--out", gguf), "is an input")
+    one_line_error(scan(gguf, "--plot", gguf), "is an input")
+    same = tmp_path / "same.html"
+    one_line_error(scan(tiny_llama_dir, "--plot", same, "--bar", same), "different files")
+
+
+def test_default_model_is_the_grown_zoo_model():
+    result = scan("--help")
+    assert result.exit_code == 0
+    assert "grown" in result.stdout
+    if not any(n.startswith("grown-") for n in registry.zoo_models()):
+        one_line_error(scan("--seq-len", 4), "grown")
