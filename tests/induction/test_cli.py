@@ -27,7 +27,7 @@ def test_models_lists_zoo_and_spec_kinds():
 
     result = runner.invoke(app, ["models"])
     assert result.exit_code == 0, result.output
-    for kind in ("folder", ".gguf", "hub name"):
+    for kind in ("folder", ".gguf", "hub name", "smollm2"):
         assert kind in result.stdout
     for name in zoo_models():
         assert name in result.stdout

@@ -288,3 +288,13 @@ def test_cli_info_prints_facts(tiny_llama_dir):
     assert result.exit_code == 0, result.output
     facts = json.loads(result.stdout)
     assert facts["n_kv_heads"] == 2 and facts["ordinary_token_range"] == [4, 128]
+
+
+def test_device_map_auto_loads(tiny_llama_dir):
+    """device_map goes through accelerate (one CPU here; several GPUs where present)."""
+    loaded = load_model(str(tiny_llama_dir), device_map="auto")
+    tokens = torch.tensor([[1, 22, 23, 22]])
+    with torch.no_grad():
+        assert loaded.bridge(tokens).shape == (1, 4, 128)
+    with pytest.raises(ModelLoadError, match="not both"):
+        load_model(str(tiny_llama_dir), device="cpu", device_map="auto")
