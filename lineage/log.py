@@ -18,7 +18,8 @@ File format (JSON, ``format = "induction-workbench/duplication-log"``, ``version
 pairs. A copy has one parent with weight 1; methods that mix layers (LiGO-like) give several
 weighted parents. ``source`` is the half-open span that was copied and ``insert_at`` the index
 (in the grown model) of the first copy; both are ``null`` for operators that are not a single
-span copy (``mix``, ``mergekit``), whose ``layer_map`` alone defines the event.
+span copy (``mix``, ``mergekit``, and ``inferred``: a log rebuilt from weights by
+:mod:`lineage.infer`), whose ``layer_map`` alone defines the event.
 Because parents always index the previous stage, ancestry is acyclic by construction; a log
 whose indices point outside the previous stage is rejected.
 """
@@ -33,7 +34,7 @@ from induction.errors import LineageError
 
 FORMAT = "induction-workbench/duplication-log"
 VERSION = 1
-OPERATORS = ("copy", "midas", "lidas", "mix", "mergekit")
+OPERATORS = ("copy", "midas", "lidas", "mix", "mergekit", "inferred")
 SPAN_OPERATORS = ("copy", "midas", "lidas")
 
 Parents = list[tuple[int, float]]

@@ -1,0 +1,373 @@
+"""Write the ancestry graph (:func:`lineage.graph.lineage_graph`) to files, by suffix.
+
+- ``.graphml``: GraphML (Gephi, Cytoscape, yEd); ``networkx.read_graphml`` reads it back.
+- ``.gexf``: GEXF 1.2 (Gephi); ``networkx.read_gexf`` reads it back.
+- ``.json``: node-link JSON (``networkx.node_link_data(g, edges="edges")``); read it back with
+  ``networkx.node_link_graph(data, edges="edges")``.
+- ``.dot`` / ``.gv``: Graphviz DOT, written here (no pydot/pygraphviz needed); every
+  attribute is a quoted string, nodes are filled by score (viridis). Render with
+  ``dot -Tsvg lineage.dot``; ``networkx.nx_pydot.read_dot`` reads it when pydot is installed.
+- ``.html``: an interactive plotly figure laid out as a tree by stage (x: growth stage,
+  y: layer, heads of a layer side by side), heads coloured by score, edges styled by kind.
+  plotly.js is embedded, so the file works offline (about 4.7 MB).
+
+All files are written atomically (:mod:`induction.io`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from induction.errors import InputError
+
+SUFFIXES = (".graphml", ".gexf", ".json", ".dot", ".gv", ".html")
+
+# viridis at 0, 0.25, 0.5, 0.75, 1 (matplotlib's values)
+_VIRIDIS = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+_EDGE_STYLE = {
+    "keep": {"color": "rgba(120,120,120,0.55)", "dash": "solid", "width": 1.0},
+    "copy": {"color": "rgba(31,119,180,0.85)", "dash": "solid", "width": 1.6},
+    "mix": {"color": "rgba(255,127,14,0.85)", "dash": "dash", "width": 1.4},
+    "loop": {"color": "rgba(44,160,44,0.85)", "dash": "dot", "width": 1.4},
+}
+
+
+def export_graph(
+    g,
+    path: str | Path,
+    *,
+    title: str | None = None,
+    highlight: list[str] | None = None,
+    include_plotlyjs: bool | str = True,
+) -> Path:
+    """Write ``g`` to ``path``; the suffix picks the format (see the module docstring).
+
+    ``title`` and ``highlight`` (node ids drawn larger with a red outline, e.g. the top heads)
+    only affect the HTML figure.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise InputError(
+            f"cannot export a graph to {path.name!r}: unknown suffix {suffix or '(none)'!r}; "
+            f"use one of {', '.join(SUFFIXES)}"
+        )
+    if suffix == ".graphml":
+        return write_graphml(g, path)
+    if suffix == ".gexf":
+        return write_gexf(g, path)
+    if suffix == ".json":
+        return write_node_link(g, path)
+    if suffix in (".dot", ".gv"):
+        return write_dot(g, path)
+    return write_html(g, path, title=title, highlight=highlight, include_plotlyjs=include_plotlyjs)
+
+
+def write_graphml(g, path: str | Path) -> Path:
+    import networkx as nx
+
+    from induction.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        nx.write_graphml(g, tmp)
+    return Path(path)
+
+
+def write_gexf(g, path: str | Path) -> Path:
+    import networkx as nx
+
+    from induction.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        nx.write_gexf(g, tmp)
+    return Path(path)
+
+
+def write_node_link(g, path: str | Path) -> Path:
+    import networkx as nx
+
+    from induction.io import write_text
+
+    data = nx.node_link_data(g, edges="edges")
+    return write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def read_node_link(path: str | Path):
+    import networkx as nx
+
+    return nx.node_link_graph(json.loads(Path(path).read_text()), edges="edges")
+
+
+# --------------------------------------------------------------------------- DOT
+
+
+def _dot_quote(value: Any) -> str:
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def _dot_attrs(attrs: dict) -> str:
+    return ", ".join(f"{k}={_dot_quote(v)}" for k, v in attrs.items())
+
+
+def score_color(value: float | None, lo: float = 0.0, hi: float = 1.0) -> str:
+    """Hex colour of ``value`` on viridis over [lo, hi]; light grey when unknown."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "#dddddd"
+    t = 0.0 if hi <= lo else min(max((value - lo) / (hi - lo), 0.0), 1.0)
+    pos = t * (len(_VIRIDIS) - 1)
+    i = min(int(pos), len(_VIRIDIS) - 2)
+    f = pos - i
+    rgb = [round(a + (b - a) * f) for a, b in zip(_VIRIDIS[i], _VIRIDIS[i + 1])]
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
+
+
+def dot_text(g) -> str:
+    """The graph as Graphviz DOT text (every attribute of ``g`` kept, as strings)."""
+    score = g.graph.get("score", "induction")
+    kind = "digraph" if g.is_directed() else "graph"
+    arrow = "->" if g.is_directed() else "--"
+    lines = [f"{kind} {_dot_quote(g.graph.get('name', 'lineage'))} {{"]
+    graph_attrs = {k: v for k, v in g.graph.items() if k != "name"}
+    graph_attrs.update(rankdir="LR", ranksep="1.2")
+    lines.append(f"  graph [{_dot_attrs(graph_attrs)}];")
+    lines.append('  node [shape="circle", style="filled", fontsize="9", fixedsize="true"];')
+    for n, attrs in g.nodes(data=True):
+        value = attrs.get(score)
+        extra = {"fillcolor": score_color(value)}
+        if value is not None and value > 0.6:
+            extra["fontcolor"] = "black"
+        elif value is not None:
+            extra["fontcolor"] = "white"
+        lines.append(f"  {_dot_quote(n)} [{_dot_attrs({**attrs, **extra})}];")
+    for u, v, attrs in g.edges(data=True):
+        style = {"mix": "dashed", "loop": "dotted"}.get(attrs.get("kind"), "solid")
+        extra = {"style": style, "color": "#1f77b4" if attrs.get("kind") == "copy" else "#888888"}
+        lines.append(
+            f"  {_dot_quote(u)} {arrow} {_dot_quote(v)} [{_dot_attrs({**attrs, **extra})}];"
+        )
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_dot(g, path: str | Path) -> Path:
+    from induction.io import write_text
+
+    return write_text(path, dot_text(g))
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
+    """A plotly Figure of the ancestry tree: x = stage, y = layer (+ head offset)."""
+    import plotly.graph_objects as go
+
+    score = g.graph.get("score", "induction")
+    n_heads = int(g.graph.get("n_heads", 1))
+    spread = 0.7 / max(n_heads, 1)
+
+    def xy(node):
+        a = g.nodes[node]
+        return a["stage"], a["layer"] + (a["head"] - (n_heads - 1) / 2) * spread
+
+    fig = go.Figure()
+    by_kind: dict[str, tuple[list, list]] = {}
+    for u, v, a in g.edges(data=True):
+        xs, ys = by_kind.setdefault(a.get("kind", "keep"), ([], []))
+        (x0, y0), (x1, y1) = xy(u), xy(v)
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+    for kind, (xs, ys) in by_kind.items():
+        style = _EDGE_STYLE.get(kind, _EDGE_STYLE["keep"])
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                name=f"{kind} edge",
+                line={"color": style["color"], "dash": style["dash"], "width": style["width"]},
+                hoverinfo="skip",
+            )
+        )
+    highlight = set(highlight or [])
+    scored = [n for n, a in g.nodes(data=True) if score in a]
+    unscored = [n for n, a in g.nodes(data=True) if score not in a]
+
+    def hover(n):
+        a = g.nodes[n]
+        parts = [
+            f"stage {a['stage']}" + (f" (step {a['step']})" if "step" in a else ""),
+            a["label"],
+        ]
+        if "block_layer" in a:
+            parts.append(f"block layer {a['block_layer']}, pass {a['pass']}")
+        if score in a:
+            parts.append(f"{score} {a[score]:.3f}")
+        parts.append(f"ancestor {a['ancestor']}")
+        if n in highlight:
+            parts.append("top head")
+        return "<br>".join(parts)
+
+    if unscored:
+        fig.add_trace(
+            go.Scatter(
+                x=[xy(n)[0] for n in unscored],
+                y=[xy(n)[1] for n in unscored],
+                mode="markers",
+                name="no score",
+                marker={"color": "#dddddd", "size": 9, "line": {"color": "#999999", "width": 1}},
+                text=[hover(n) for n in unscored],
+                hoverinfo="text",
+            )
+        )
+    if scored:
+        values = [g.nodes[n][score] for n in scored]
+        fig.add_trace(
+            go.Scatter(
+                x=[xy(n)[0] for n in scored],
+                y=[xy(n)[1] for n in scored],
+                mode="markers",
+                name=score,
+                marker={
+                    "color": values,
+                    "colorscale": "Viridis",
+                    "cmin": min(0.0, min(values)),
+                    "cmax": max(1.0, max(values)),
+                    "size": [15 if n in highlight else 10 for n in scored],
+                    "line": {
+                        "color": ["#d62728" if n in highlight else "#444444" for n in scored],
+                        "width": [2.5 if n in highlight else 0.5 for n in scored],
+                    },
+                    "colorbar": {"title": {"text": score}},
+                },
+                text=[hover(n) for n in scored],
+                hoverinfo="text",
+            )
+        )
+    depths = [int(d) for d in str(g.graph.get("depths", "")).split(",") if d]
+    steps = {}
+    for _, a in g.nodes(data=True):
+        if "step" in a:
+            steps[a["stage"]] = a["step"]
+    ticks = [
+        f"stage {s}" + (f"<br>step {steps[s]}" if s in steps else "") + f"<br>{d} layers"
+        for s, d in enumerate(depths)
+    ]
+    fig.update_layout(
+        title={"text": title or f"Head ancestry ({g.graph.get('name', '')})"},
+        xaxis={
+            "title": {"text": "growth stage"},
+            "tickvals": list(range(len(depths))),
+            "ticktext": ticks,
+            "zeroline": False,
+        },
+        yaxis={"title": {"text": "layer"}, "dtick": 1, "zeroline": False},
+        template="plotly_white",
+        height=max(420, 60 * (max(depths) if depths else 8) + 160),
+        legend={"orientation": "h", "y": -0.15},
+        hovermode="closest",
+    )
+    return fig
+
+
+def write_html(
+    g,
+    path: str | Path,
+    *,
+    title: str | None = None,
+    highlight: list[str] | None = None,
+    include_plotlyjs: bool | str = True,
+) -> Path:
+    from induction.io import atomic_path
+
+    fig = figure(g, title=title, highlight=highlight)
+    with atomic_path(path) as tmp:
+        fig.write_html(str(tmp), include_plotlyjs=include_plotlyjs, full_html=True)
+    return Path(path)
+
+
+# --------------------------------------------------------------------------- browser check
+
+_PROBE_HEAD = (
+    "<script>window.__errors=[];window.addEventListener('error',function(e){"
+    "window.__errors.push(String(e.message||e));});(function(){var o=console.error;"
+    "console.error=function(){window.__errors.push(Array.prototype.join.call(arguments,' '));"
+    "o.apply(console,arguments);};})();</script>"
+)
+_PROBE_TAIL = (
+    "<script>window.addEventListener('load',function(){setTimeout(function(){"
+    "var p=document.createElement('pre');p.id='__probe';p.textContent=JSON.stringify({"
+    "errors:window.__errors,plots:document.querySelectorAll('.js-plotly-plot').length,"
+    "points:document.querySelectorAll('.point').length});document.body.appendChild(p);"
+    "},500);});</script>"
+)
+
+
+def find_chromium() -> str | None:
+    import shutil
+
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def browser_check(path: str | Path, chromium: str | None = None, timeout: float = 120) -> dict:
+    """Open an HTML file in headless Chromium and report console errors and what was drawn.
+
+    A copy of the page gets a first script that records uncaught errors and
+    ``console.error`` calls and a last one that, 0.5 s after ``load``, writes them with the
+    number of plotly plots and drawn markers into the DOM, which ``--dump-dom`` prints.
+    Returns ``{"errors": [...], "plots": n, "points": n}``. Chromium: ``apt-get install -y
+    chromium`` (Debian). Run it as ``python -m lineage.export FILE.html``.
+    """
+    import re
+    import subprocess
+    import tempfile
+
+    exe = chromium or find_chromium()
+    if exe is None:
+        raise InputError("no Chromium found (apt-get install -y chromium)")
+    html = Path(path).read_text(encoding="utf-8")
+    html = html.replace("<head>", "<head>" + _PROBE_HEAD, 1)
+    html = html.replace("</body>", _PROBE_TAIL + "</body>", 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        page = Path(tmp) / "probe.html"
+        page.write_text(html, encoding="utf-8")
+        proc = subprocess.run(
+            [
+                exe,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--user-data-dir={tmp}/profile",
+                "--virtual-time-budget=10000",
+                "--dump-dom",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    found = re.search(r'<pre id="__probe">(.*?)</pre>', proc.stdout, re.S)
+    if not found:
+        tail = " ".join(proc.stderr.split()[-30:])
+        raise RuntimeError(f"Chromium printed no probe report (exit {proc.returncode}): {tail}")
+    import html as html_lib
+
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    report = browser_check(sys.argv[1])
+    print(json.dumps(report))
+    sys.exit(1 if report["errors"] or not report["plots"] else 0)
