@@ -1,0 +1,321 @@
+"""Grow a checkpoint on disk: restack its layers tensor by tensor and write the grown folder.
+
+Used by ``induction grow`` for both presets (MIDAS/LIDAS) and mergekit passthrough configs.
+Works on the safetensors files directly, as mergekit does: no model is instantiated, each
+output layer's tensors are its source layer's tensors under the new index, and transformers
+rebuilds per-layer state (``layer_idx``, caches) from the new ``config.json`` at load time.
+Non-layer tensors (embeddings, final norm, head) are copied unchanged.
+
+``config.json`` gets the new depth (``num_hidden_layers`` / ``n_layer`` / ``num_layers``) and
+its per-layer lists (``layer_types``, ``no_rope_layers``) reordered like the layers. Tokenizer
+and generation files are copied; ``card.json`` (the source's training card) is not. The new
+``duplication_log.json`` extends the source's own log when it has one.
+
+The output folder is assembled in a temporary sibling folder and renamed into place, so a
+failed run leaves nothing half-written. An existing output folder is refused unless
+``force``; the input checkpoint is never written to, and ``out`` may not contain it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from induction.errors import InputError, LineageError
+from lineage.log import DuplicationLog
+
+DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
+PER_LAYER_KEYS = ("layer_types", "no_rope_layers")
+WEIGHTS_INDEX = "model.safetensors.index.json"
+SKIP_FILES = {"config.json", "duplication_log.json", "card.json", "loop_plan.json", WEIGHTS_INDEX}
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+DEFAULT_SHARD_BYTES = 4 * 2**30
+_LAYER_KEY = re.compile(
+    r"^(?P<prefix>(?:[\w-]+\.)*?(?:layers|h|blocks|layer))\.(?P<i>\d+)\.(?P<rest>.+)$"
+)
+
+
+@dataclass
+class Checkpoint:
+    folder: Path
+    config: dict
+    depth_key: str
+    depth: int
+    weights: dict[str, Path]  # tensor name -> safetensors file
+    layer_prefix: str
+    log: DuplicationLog | None
+
+
+def resolve_checkpoint(spec: str | Path) -> Path:
+    """A checkpoint folder from a path or a zoo name (``grown-s0``)."""
+    text = os.fspath(spec)
+    path = Path(text).expanduser()
+    if not path.exists():
+        from induction.zoo import registry
+
+        if isinstance(spec, str) and registry.is_zoo_name(text):
+            return registry.zoo_path(text)
+        raise InputError(f"no such checkpoint folder: {text}")
+    if not path.is_dir():
+        raise InputError(f"{text} is not a folder; `induction grow` needs a checkpoint folder")
+    return path
+
+
+def read_checkpoint(spec: str | Path) -> Checkpoint:
+    folder = resolve_checkpoint(spec)
+    cfg_path = folder / "config.json"
+    if not cfg_path.is_file():
+        raise InputError(f"{folder} has no config.json; expected a Hugging Face checkpoint folder")
+    try:
+        config = json.loads(cfg_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{cfg_path} is not valid JSON ({exc})") from None
+    if (folder / "loop_plan.json").is_file():
+        raise InputError(
+            f"{folder} is a looped checkpoint (loop_plan.json): its stored block is run several "
+            "times, so growing it is not supported"
+        )
+    depth_key = next((k for k in DEPTH_KEYS if isinstance(config.get(k), int)), None)
+    if depth_key is None:
+        raise InputError(f"{cfg_path} gives no depth ({', '.join(DEPTH_KEYS)})")
+    depth = config[depth_key]
+    weights = _weight_files(folder)
+    prefix = _layer_prefix(weights, depth, folder)
+    log = None
+    if (folder / "duplication_log.json").is_file():
+        log = DuplicationLog.load(folder / "duplication_log.json")
+        log.check_depth(depth)
+    return Checkpoint(folder, config, depth_key, depth, weights, prefix, log)
+
+
+def _weight_files(folder: Path) -> dict[str, Path]:
+    from safetensors import safe_open
+
+    index = folder / WEIGHTS_INDEX
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise InputError(f"{index} is not a safetensors index ({exc!r})") from None
+        return {name: folder / file for name, file in weight_map.items()}
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        pickles = [p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES]
+        hint = f" (found {', '.join(pickles)}: pickled weights are not read)" if pickles else ""
+        raise InputError(f"{folder} has no *.safetensors weights{hint}")
+    out = {}
+    for f in files:
+        with safe_open(str(f), framework="pt") as fh:
+            for name in fh.keys():
+                out[name] = f
+    return out
+
+
+def _layer_prefix(weights: dict[str, Path], depth: int, folder: Path) -> str:
+    found: dict[str, set[int]] = {}
+    for name in weights:
+        m = _LAYER_KEY.match(name)
+        if m:
+            found.setdefault(m["prefix"], set()).add(int(m["i"]))
+    for prefix, idx in found.items():
+        if idx == set(range(depth)):
+            return prefix
+    raise InputError(
+        f"cannot find the {depth} decoder layers in {folder}'s tensor names "
+        f"(looked for <prefix>.layers.<i>. and similar; found {sorted(found) or 'none'})"
+    )
+
+
+def restacked_names(ck: Checkpoint, order: list[int]) -> list[tuple[str, str]]:
+    """(output tensor name, source tensor name) pairs for the layer order ``order``."""
+    by_layer: dict[int, list[tuple[str, str]]] = {}
+    others = []
+    for name in ck.weights:
+        m = _LAYER_KEY.match(name)
+        if m and m["prefix"] == ck.layer_prefix:
+            by_layer.setdefault(int(m["i"]), []).append((m["rest"], name))
+        else:
+            others.append((name, name))
+    pairs = []
+    for j, i in enumerate(order):
+        if not 0 <= i < ck.depth:
+            raise LineageError(f"layer order names layer {i}; the checkpoint has {ck.depth}")
+        pairs += [(f"{ck.layer_prefix}.{j}.{rest}", name) for rest, name in by_layer[i]]
+    return others + pairs
+
+
+def _new_config(ck: Checkpoint, order: list[int], dtype: str | None) -> dict:
+    config = dict(ck.config)
+    config[ck.depth_key] = len(order)
+    for key in PER_LAYER_KEYS:
+        values = config.get(key)
+        if isinstance(values, list) and len(values) == ck.depth:
+            config[key] = [values[i] for i in order]
+    if dtype is not None:
+        for key in ("torch_dtype", "dtype"):
+            if key in config:
+                config[key] = dtype
+        config.setdefault("torch_dtype", dtype)
+    return config
+
+
+def write_restacked(
+    ck: Checkpoint,
+    order: list[int],
+    log: DuplicationLog,
+    out: str | Path,
+    *,
+    dtype: str | None = None,
+    force: bool = False,
+    max_shard_bytes: int = DEFAULT_SHARD_BYTES,
+) -> Path:
+    """Write ``ck`` with its layers in ``order`` (source index per output layer) plus ``log``."""
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    from induction.io import refuse_overwrite_input
+
+    out = Path(out).expanduser()
+    refuse_overwrite_input(out, ck.folder)
+    out_r, in_r = out.resolve(), ck.folder.resolve()
+    if out_r in in_r.parents:
+        raise InputError(f"refusing to write {out}: it contains the input checkpoint {ck.folder}")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"output {out} exists and is not a folder")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise InputError(f"output folder {out} exists and is not empty; pass --force to replace it")
+    log.check_depth(len(order))
+    torch_dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+    cast = torch_dtype.get(dtype) if dtype else None
+
+    pairs = restacked_names(ck, order)
+    sizes = {}
+    for f in set(ck.weights.values()):
+        with safe_open(str(f), framework="pt") as fh:
+            for name in fh.keys():
+                sl = fh.get_slice(name)
+                n = 1
+                for d in sl.get_shape():
+                    n *= d
+                sizes[name] = n * _itemsize(sl.get_dtype())
+    shards: list[list[tuple[str, str]]] = [[]]
+    used = 0
+    for pair in pairs:
+        if shards[-1] and used + sizes[pair[1]] > max_shard_bytes:
+            shards.append([])
+            used = 0
+        shards[-1].append(pair)
+        used += sizes[pair[1]]
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        names = (
+            ["model.safetensors"]
+            if len(shards) == 1
+            else [f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors" for k in range(len(shards))]
+        )
+        weight_map = {}
+        handles: dict[Path, object] = {}
+        try:
+            for shard, fname in zip(shards, names):
+                tensors = {}
+                for new, old in shard:
+                    f = ck.weights[old]
+                    if f not in handles:
+                        handles[f] = safe_open(str(f), framework="pt").__enter__()
+                    t = handles[f].get_tensor(old)
+                    if cast is not None and t.is_floating_point():
+                        t = t.to(cast)
+                    tensors[new] = t.contiguous().clone()
+                    weight_map[new] = fname
+                save_file(tensors, str(tmp / fname), metadata={"format": "pt"})
+                del tensors
+        finally:
+            for h in handles.values():
+                h.__exit__(None, None, None)
+        if len(shards) > 1:
+            total = sum(sizes[old] for _, old in pairs)
+            (tmp / WEIGHTS_INDEX).write_text(
+                json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1)
+            )
+        (tmp / "config.json").write_text(json.dumps(_new_config(ck, order, dtype), indent=2) + "\n")
+        for p in ck.folder.iterdir():
+            if (
+                p.is_file()
+                and p.name not in SKIP_FILES
+                and not p.name.startswith(".")
+                and p.suffix not in (".safetensors", *PICKLE_SUFFIXES)
+            ):
+                shutil.copy2(p, tmp / p.name)
+        log.save(tmp / "duplication_log.json")
+        os.chmod(tmp, 0o755)
+        old = None
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, old / "x")
+        os.replace(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _itemsize(st_dtype: str) -> int:
+    return {
+        "F64": 8,
+        "I64": 8,
+        "U64": 8,
+        "F32": 4,
+        "I32": 4,
+        "U32": 4,
+        "F16": 2,
+        "BF16": 2,
+        "I16": 2,
+        "U16": 2,
+        "I8": 1,
+        "U8": 1,
+        "BOOL": 1,
+        "F8_E4M3": 1,
+        "F8_E5M2": 1,
+    }.get(st_dtype, 4)
+
+
+def grow_checkpoint(
+    checkpoint: str | Path,
+    out: str | Path,
+    *,
+    preset: str = "lidas",
+    block: int = 4,
+    step: int | None = None,
+    force: bool = False,
+) -> DuplicationLog:
+    """Apply one MIDAS or LIDAS step (:mod:`lineage.growth` presets) to a checkpoint folder and
+    write the grown checkpoint plus its duplication log (extending the source's own log)."""
+    from lineage.growth import PRESETS
+
+    if preset not in PRESETS:
+        raise InputError(f"unknown growth preset {preset!r}; use one of {', '.join(PRESETS)}")
+    ck = read_checkpoint(checkpoint)
+    source, insert_at = PRESETS[preset](ck.depth, block)
+    log = (
+        DuplicationLog.from_json(ck.log.to_json())
+        if ck.log is not None
+        else DuplicationLog(initial_depth=ck.depth)
+    )
+    if step is None:
+        step = log.events[-1].step if log.events else 0
+    event = log.record_copy(
+        step, preset, source, insert_at, note=f"{preset} block {block} applied to {ck.folder.name}"
+    )
+    order = [p for [(p, _)] in event.layer_map]
+    write_restacked(ck, order, log, out, force=force)
+    return log
