@@ -265,12 +265,9 @@ def summarize(
     if init is not None:
         was = [a for a, w in zip(primaries["ancestor"], primaries["was_induction_head"]) if w]
         verb = "was already an induction head" if len(was) == 1 else "were already induction heads"
-        sentence += f"; {len(was)} of these {n_distinct} ancestors {verb} (>= {threshold:g})"
-        if len(was) < n_distinct and init is not None:
-            unknown = sum(w is None for w in primaries["was_induction_head"])
-            if unknown:
-                sentence += f" ({unknown} without a score)"
-
+        unknown = sum(w is None for w in primaries["was_induction_head"])
+        extra = f"; {unknown} without a score" if unknown else ""
+        sentence += f"; {len(was)} of these {n_distinct} ancestors {verb} (>= {threshold:g}{extra})"
     sentence += "."
     return LineageSummary(
         score=score,

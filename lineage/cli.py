@@ -1,0 +1,200 @@
+"""``induction lineage`` and ``induction grow``.
+
+Keep imports light here: ``induction --help`` imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from induction.cli_options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, TrustRemoteCodeOpt
+from induction.errors import InputError, LineageError
+
+
+def lineage(
+    model: ModelArg = DEFAULT_MODEL,
+    log: Annotated[
+        Path | None,
+        typer.Option(
+            "--log", help="duplication_log.json (or a folder holding one); default: the model's."
+        ),
+    ] = None,
+    scores: Annotated[
+        Path | None,
+        typer.Option(
+            "--scores",
+            help="Score table of the model (layer, head, induction; from `induction scan --out`). "
+            "Default: scan now.",
+        ),
+    ] = None,
+    top: Annotated[int, typer.Option("--top", help="Number of strongest heads to trace.")] = 12,
+    export: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--export",
+            metavar="FILE",
+            help="Write the ancestry graph: .graphml, .gexf, .json (node-link), .dot or .html "
+            "(repeatable).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Per-head ancestry table with scores (.csv, .parquet, .json, .jsonl).",
+        ),
+    ] = None,
+    initial_scores: Annotated[
+        Path | None,
+        typer.Option(
+            "--initial-scores",
+            help="Score table of the initial (or --stage) network: marks ancestors that were "
+            "already induction heads.",
+        ),
+    ] = None,
+    initial: Annotated[
+        str | None,
+        typer.Option(
+            "--initial",
+            help="Model spec of the initial (or --stage) network to scan instead of "
+            "--initial-scores.",
+        ),
+    ] = None,
+    stage: Annotated[
+        int,
+        typer.Option(
+            "--stage", help="Trace ancestors to this growth stage (0: the initial network)."
+        ),
+    ] = 0,
+    infer: Annotated[
+        bool,
+        typer.Option(
+            "--infer",
+            help="Infer the lineage from weight similarity (for models whose log was lost); with "
+            "a log, also report how well the two agree.",
+        ),
+    ] = False,
+    score: Annotated[
+        str, typer.Option("--score", help="Score column that ranks heads.")
+    ] = "induction",
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Score at which a head is an induction head.")
+    ] = 0.4,
+    cover: Annotated[
+        float,
+        typer.Option(
+            "--cover", help="Headline: fewest ancestors holding this share of the top heads."
+        ),
+    ] = 0.8,
+    seeds: Annotated[
+        str, typer.Option("--seeds", help="Scan now: prompt seeds, a count n or a list 0,1,2.")
+    ] = "3",
+    batch: Annotated[int, typer.Option("--batch", help="Scan now: prompts per seed.")] = 32,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary as JSON instead of tables.")
+    ] = False,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
+) -> None:
+    """Trace the strongest induction heads back to their ancestors in the initial network."""
+    from lineage.api import trace
+
+    if initial is not None and initial_scores is not None:
+        raise InputError("pass either --initial or --initial-scores, not both")
+    result = trace(
+        model,
+        log=log,
+        scores=scores,
+        top=top,
+        initial_scores=initial_scores,
+        initial=initial,
+        stage=stage,
+        infer=infer,
+        score=score,
+        threshold=threshold,
+        cover=cover,
+        seeds=_parse_seeds(seeds),
+        batch=batch,
+        device=device,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        out=out,
+        export=export or [],
+    )
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        result.print()
+
+
+def grow(
+    checkpoint: Annotated[
+        str, typer.Argument(help="Checkpoint folder (or zoo name) to grow; never modified.")
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Folder for the grown checkpoint and its duplication_log.json."
+        ),
+    ],
+    preset: Annotated[
+        str | None,
+        typer.Option("--preset", help="lidas (default) or midas: one growth step."),
+    ] = None,
+    block: Annotated[int, typer.Option("--block", help="Block size of the preset.")] = 4,
+    mergekit: Annotated[
+        Path | None,
+        typer.Option("--mergekit", help="A mergekit passthrough config (slices) to apply."),
+    ] = None,
+    step: Annotated[
+        int | None,
+        typer.Option("--step", help="Training step recorded in the log (default: the last one)."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing output folder (never the input).")
+    ] = False,
+) -> None:
+    """Grow a checkpoint by a MIDAS/LIDAS step or a mergekit passthrough config."""
+    from lineage.checkpoint import grow_checkpoint, read_checkpoint
+    from lineage.mergekit import apply_mergekit
+
+    if preset is not None and mergekit is not None:
+        raise InputError("pass either --preset or --mergekit, not both")
+    before = read_checkpoint(checkpoint)
+    if mergekit is not None:
+        grown = apply_mergekit(mergekit, checkpoint, out, step=step, force=force)
+        how = f"mergekit {mergekit.name}"
+    else:
+        grown = grow_checkpoint(
+            checkpoint, out, preset=preset or "lidas", block=block, step=step, force=force
+        )
+        how = f"{preset or 'lidas'} (block {block})"
+    event = grown.events[-1]
+    typer.echo(
+        f"grew {before.folder} ({before.depth} layers) by {how} -> {out} "
+        f"({event.depth_after} layers); duplication_log.json: {len(grown.events)} event(s), "
+        f"initial depth {grown.initial_depth}"
+    )
+    order = [p for [(p, _)] in event.layer_map]
+    typer.echo(f"layer sources: {order}")
+
+
+def _parse_seeds(text: str) -> int | list[int]:
+    try:
+        if "," in text:
+            return [int(s) for s in text.split(",") if s.strip()]
+        n = int(text)
+    except ValueError:
+        raise InputError(f"--seeds must be a count or a comma-separated list, got {text!r}")
+    if n < 1:
+        raise InputError(f"--seeds must be at least 1, got {n}")
+    return n
+
+
+__all__ = ["grow", "lineage", "LineageError"]
