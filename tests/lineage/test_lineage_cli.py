@@ -240,3 +240,17 @@ def test_console_script_bad_log_one_line(grown_dir, scores_csv, tmp_path):
         "error: duplication log event 1: unknown operator 'ligo' "
         "(known: copy, midas, lidas, mix, mergekit, inferred)"
     ]
+
+
+def test_looped_checkpoint_passes_map_to_the_block(tiny_llama_factory, tmp_path):
+    from induction.zoo.looped import LoopPlan
+
+    folder = tiny_llama_factory(tmp_path / "looped", n_layers=2)
+    LoopPlan(block=2, loops=3).save(folder)
+    result = run("lineage", folder, "--seeds", "1", "--batch", "2", "--top", "4", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["lineage_source"] == "loop" and data["depths"] == [2, 6]
+    for head in data["top"]:
+        assert head["ancestor"] == f"L{head['layer'] % 2}H{head['head']}"
+    assert "looped" in one_line_error(run("lineage", folder, "--infer"))
