@@ -168,7 +168,7 @@ def ablate(
     if not quiet:
         console.print(
             f"[bold]{info.name}[/]: {plan.selection}; ablating "
-            f"{', '.join(f'{a}.{b}' for a, b in plan.target)} ({mode}); "
+            f"{_heads_text(plan.target)} ({mode}); "
             f"{len(plan.controls)} random controls; suite {suite}, "
             f"{len(tasks)} tasks"
         )
@@ -216,3 +216,8 @@ def _stdout_console():
     from rich.console import Console
 
     return Console() if sys.stdout.isatty() else Console(width=120)
+
+
+def _heads_text(heads, limit: int = 12) -> str:
+    text = ", ".join(f"{a}.{b}" for a, b in heads[:limit])
+    return text + (f", ... ({len(heads)} heads)" if len(heads) > limit else "")

@@ -52,17 +52,22 @@ class RunResult:
     meta: dict = field(default_factory=dict)
 
 
-def compute_scores(loaded, seed: int = 0) -> pd.DataFrame:
-    """Detector scores per head (``induction.scores.induction_scores``); a minimal
-    repeated-random-token induction score stands in while that module is missing."""
+def compute_scores(
+    loaded, score: str = "induction", seed: int = 0, progress: bool = False
+) -> pd.DataFrame:
+    """Detector scores per head (``induction.scores.induction_scores``, only the column used
+    for ranking); a minimal repeated-random-token induction score stands in while that
+    module is missing."""
     try:
-        from induction.scores import induction_scores
+        from induction.scores import SCORES, induction_scores
     except ImportError:
         warnings.warn(
             "induction.scores is missing; using ablation's fallback induction score", stacklevel=2
         )
         return fallback_induction_scores(loaded, seed=seed)
-    return induction_scores(loaded)
+    if score not in SCORES:
+        raise InputError(f"unknown score {score!r}; available: {', '.join(SCORES)}")
+    return induction_scores(loaded, scores=[score], progress=progress)
 
 
 def fallback_induction_scores(
@@ -123,7 +128,7 @@ def plan_heads(
             target = sorted({(_first_pass(unrolled, la), h) for la, h in target})
     else:
         if scores is None:
-            scores = compute_scores(loaded, seed=seed)
+            scores = compute_scores(loaded, score=score, seed=seed)
         table = tied_scores(scores, unrolled) if tied else scores
         target = top_frac(table, frac, score)
         selection = f"top {frac:g} by {score} ({len(target)} of {len(table)} heads)"
