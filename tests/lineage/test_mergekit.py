@@ -250,7 +250,7 @@ def _smollm2_folder() -> Path | None:
 @pytest.mark.skipif(_smollm2_folder() is None, reason="SmolLM2 not dequantized in the cache")
 def test_solar_style_stack_on_real_smollm2(tmp_path):
     """SOLAR's recipe (drop 8 layers from each copy) on the real 30-layer SmolLM2-135M
-    (about 20 s; writes a 0.7 GB checkpoint, removed afterwards)."""
+    (about 25 s; writes a 0.7 GB checkpoint, removed afterwards)."""
     src = _smollm2_folder()
     log = apply_mergekit(
         solar(0, 22, 8, 30, model="HuggingFaceTB/SmolLM2-135M"), src, tmp_path / "o"
@@ -259,4 +259,9 @@ def test_solar_style_stack_on_real_smollm2(tmp_path):
     assert [log.ancestor_of(i) for i in range(44)] == order
     assert_restacked(src, tmp_path / "o", order)
     assert json.loads((tmp_path / "o/config.json").read_text())["num_hidden_layers"] == 44
+    # and the lineage read back from the weights alone is the config's
+    from lineage.infer import compare_with_log, infer_lineage
+
+    inferred = infer_lineage(tmp_path / "o")
+    assert inferred.n_families == 30 and compare_with_log(inferred, log)["partition_equal"]
     shutil.rmtree(tmp_path / "o")
