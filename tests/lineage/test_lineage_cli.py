@@ -254,3 +254,36 @@ def test_looped_checkpoint_passes_map_to_the_block(tiny_llama_factory, tmp_path)
     for head in data["top"]:
         assert head["ancestor"] == f"L{head['layer'] % 2}H{head['head']}"
     assert "looped" in one_line_error(run("lineage", folder, "--infer"))
+
+
+def zoo_grown() -> list[str]:
+    from induction.zoo import registry
+
+    return [n for n in registry.zoo_models() if n.startswith("grown-")]
+
+
+@pytest.mark.skipif(not zoo_grown(), reason="no grown zoo models shipped yet")
+@pytest.mark.parametrize("name", zoo_grown() or ["none"])
+def test_zoo_grown_top12_summary_printed_and_exported(name, tmp_path):
+    """Done-when: the top-12 summary of each grown zoo model is printed and exported, and the
+    ancestors are those of an independent replay of its log."""
+    from induction.zoo import registry
+
+    html, graphml = tmp_path / "g.html", tmp_path / "g.graphml"
+    result = run(
+        "lineage", name, "--top", 12, "--seeds", 1, "--batch", 8, "--export", html,
+        "--export", graphml, "--out", tmp_path / "a.csv",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "of the 12 strongest heads descend from" in result.stdout
+    log = DuplicationLog.load(registry.zoo_path(name))
+    labels = list(range(log.initial_depth))
+    for e in log.events:
+        a, b = e.source
+        labels = labels[: e.insert_at] + labels[a:b] + labels[e.insert_at :]
+    table = pd.read_csv(tmp_path / "a.csv")
+    assert (table["ancestor_layer"] == [labels[x] for x in table["layer"]]).all()
+    assert (table["ancestor_head"] == table["head"]).all()
+    g = nx.read_graphml(graphml)
+    assert sum(1 for _, d in g.nodes(data=True) if d["final"]) == len(table)
+    assert html.stat().st_size > 1_000_000
