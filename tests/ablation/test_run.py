@@ -1,0 +1,89 @@
+"""Head plans (top-frac, explicit, tied across loop passes) and the report arithmetic."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ablation.report import build_report
+from ablation.run import HeadPlan, RunResult, plan_heads
+from ablation.tasks.base import DistItem, DistTask, GenItem, GenTask
+from induction.errors import InputError
+from induction.zoo.looped import LoopPlan
+
+
+def fake_loaded(n_layers, n_heads, loop_plan=None):
+    info = SimpleNamespace(n_layers=n_layers, n_heads=n_heads, name="fake")
+    return SimpleNamespace(info=info, loop_plan=loop_plan)
+
+
+def scores(n_layers, n_heads, hot):
+    rows = [{"layer": la, "head": h, "induction": hot.get((la, h), 0.0)}
+            for la in range(n_layers) for h in range(n_heads)]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_plan_top_frac_and_controls():
+    df = scores(8, 4, {(3, 1): 0.9, (5, 2): 0.8})
+    plan = plan_heads(fake_loaded(8, 4), frac=2 / 32, n_controls=3, seed=4, scores=df)
+    assert plan.target == [(3, 1), (5, 2)] and len(plan.controls) == 3
+    assert plan.expand(plan.target) == plan.target
+    assert "top 0.0625 by induction (2 of 32 heads)" == plan.selection
+    explicit = plan_heads(fake_loaded(8, 4), heads="7.3", n_controls=0)
+    assert explicit.target == [(7, 3)] and explicit.controls == []
+    with pytest.raises(InputError, match="looped"):
+        plan_heads(fake_loaded(8, 4), heads="1.1", tied=True)
+
+
+def test_plan_tied_across_loop_passes():
+    lp = LoopPlan(block=2, loops=3, prelude=1, coda=1)  # unrolled: 0 | 1 2 | 3 4 | 5 6 | 7
+    assert lp.unrolled_depth == 8
+    df = scores(8, 2, {(5, 1): 0.9, (0, 0): 0.5})  # layer 5 = block layer 1, pass 2
+    plan = plan_heads(fake_loaded(8, 2, lp), frac=2 / 10, n_controls=4, scores=df, tied=True)
+    # 10 distinct heads when tied (5 stored layers x 2 heads): ceil(0.2 * 10) = 2
+    assert plan.target == [(0, 0), (1, 1)]
+    assert plan.expand(plan.target) == [(0, 0), (1, 1), (3, 1), (5, 1)]
+    for c in plan.controls:  # controls are drawn over stored heads (first-pass layers)
+        assert {la for la, _ in c} <= {0, 1, 2, 7}
+    explicit = plan_heads(fake_loaded(8, 2, lp), heads="6.0", n_controls=0, tied=True)
+    assert explicit.target == [(2, 0)] and explicit.expand(explicit.target) == [
+        (2, 0), (4, 0), (6, 0)]  # fmt: skip
+
+
+def test_report_arithmetic():
+    gen = GenTask("a", [GenItem("p", ["x"])] * 4, metric="f1")
+    dist = DistTask("rb", [DistItem([1, 2], [0], [[2]], [2, 3])] * 2)
+
+    def res(items, extra=None):
+        out = {"scores": {"f1": float(np.mean(items))}, "items": items}
+        return out
+
+    def dres(tvd, acc):
+        return {"scores": {"tvd": tvd, "acc": acc}, "items": [tvd] * 2, "items_acc": [acc] * 2}
+
+    results = {
+        "a": {"clean": res([1, 1, 1, 0]), "ablated": res([0, 0, 1, 0]),
+              "control0": res([1, 1, 0, 0]), "control1": res([1, 1, 1, 0]),
+              "control2": res([1, 0, 1, 0])},
+        "rb": {"clean": dres(0.2, 0.9), "ablated": dres(0.5, 0.5), "control0": dres(0.2, 0.9),
+               "control1": dres(0.3, 0.8), "control2": dres(0.25, 0.85)},
+    }  # fmt: skip
+    plan = HeadPlan(target=[(0, 0)], controls=[[(1, 0)]] * 3, selection="x")
+    df = build_report(RunResult(tasks=[gen, dist], plan=plan, results=results)).set_index("task")
+    a = df.loc["a"]
+    assert a.clean == 0.75 and a.ablated == 0.25 and a["drop"] == 0.5
+    assert a.ctrl_mean == pytest.approx(0.5 / 3)  # drops 0.25, 0, 0.25
+    std = np.std([0.25, 0, 0.25], ddof=1)
+    assert a.ctrl_std == pytest.approx(std) and a.z == pytest.approx((0.5 - 0.5 / 3) / std)
+    assert a.drop_se == pytest.approx(np.std([1, 1, 0, 0], ddof=1) / 2)
+    rb = df.loc["rb"]
+    assert rb["drop"] == pytest.approx(0.3)  # TVD: higher is worse, drop = ablated - clean
+    assert df.loc["rb:acc"]["drop"] == pytest.approx(0.4)
+    mean = df.loc["MEAN"]  # generation tasks only
+    assert mean["drop"] == 0.5 and mean.n == 1
+    single = HeadPlan(target=[(0, 0)], controls=[[(1, 0)]], selection="x")
+    one = {"a": {k: results["a"][k] for k in ("clean", "ablated", "control0")}}
+    d1 = build_report(RunResult(tasks=[gen], plan=single, results=one)).set_index("task")
+    assert math.isnan(d1.loc["a"].z) and math.isnan(d1.loc["a"].ctrl_std)
