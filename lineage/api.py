@@ -79,6 +79,7 @@ class TraceResult:
             f"lineage: {source} ({depths} layers); scores: {self.scores_source}"
         )
         console.print(f"[bold]{s.sentence}[/bold]")
+        console.print(s.detail)
         t = Table(title=f"Top {s.n_top} heads by {s.score}", title_justify="left")
         for col in ("rank", "head", s.score, "ancestor", "path (layers by stage)"):
             t.add_column(col, justify="right" if col in ("rank", s.score) else "left")

@@ -42,6 +42,9 @@ class LineageSummary:
     initial_heads: int  # heads in the ancestor stage (layers x heads)
     ancestor_stage: int
     threshold: float
+    layer_counts: dict[int, int] = field(default_factory=dict)  # ancestor layer -> top heads
+    n_top_above: int = 0  # top heads scoring at least ``threshold``
+    detail: str = ""  # layer-level sentence and the threshold count
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -63,6 +66,9 @@ class LineageSummary:
             "ancestor_stage": self.ancestor_stage,
             "ancestor_stage_heads": self.initial_heads,
             "threshold": self.threshold,
+            "detail": self.detail,
+            "ancestor_layers": {str(k): v for k, v in self.layer_counts.items()},
+            "n_top_above_threshold": self.n_top_above,
             "top": records(self.top),
             "ancestors": records(self.ancestors),
             "notes": self.notes,
@@ -269,6 +275,18 @@ def summarize(
         extra = f"; {unknown} without a score" if unknown else ""
         sentence += f"; {len(was)} of these {n_distinct} ancestors {verb} (>= {threshold:g}{extra})"
     sentence += "."
+    layer_counts: dict[int, int] = {}
+    for al, n in zip(primaries["ancestor_layer"], primaries["n_top"]):
+        layer_counts[int(al)] = layer_counts.get(int(al), 0) + int(n)
+    layer_counts = dict(sorted(layer_counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    n_layers_stage = depths[to_stage] if depths else len(layer_counts)
+    n_above = int((ranked[score] >= threshold).sum())
+    detail = (
+        f"By layer: the {top} descend from {len(layer_counts)} of the {stage_word}'s "
+        f"{n_layers_stage} layers ("
+        + ", ".join(f"L{lay}: {n}" for lay, n in layer_counts.items())
+        + f"); {n_above} of the {top} score >= {threshold:g}."
+    )
     return LineageSummary(
         score=score,
         n_top=top,
@@ -283,5 +301,8 @@ def summarize(
         initial_heads=initial_heads,
         ancestor_stage=to_stage,
         threshold=threshold,
+        layer_counts=layer_counts,
+        n_top_above=n_above,
+        detail=detail,
         notes=notes,
     )

@@ -51,6 +51,11 @@ def test_ten_of_twelve_from_two_ancestors():
         "10 of the 12 strongest heads descend from 2 ancestors (L0H1, L1H3); "
         "all 12 descend from 4 of the initial network's 8 heads."
     )
+    assert s.layer_counts == {0: 7, 1: 5}
+    assert s.detail == (
+        "By layer: the 12 descend from 2 of the initial network's 2 layers (L0: 7, L1: 5); "
+        "12 of the 12 score >= 0.4."
+    )
     first = s.ancestors.iloc[0]
     assert first["ancestor"] == "L0H1" and first["n_top"] == 6 and first["n_descendants"] == 8
     assert first["descendants"].startswith("L0H1 0.90; L2H1 0.88")
