@@ -56,6 +56,13 @@ def ablate(
         int | None, typer.Option("--n-items", help="Evaluated items per task (default: per suite).")
     ] = None,
     seed: SeedOpt = 0,
+    prompt_seeds: Annotated[
+        int,
+        typer.Option(
+            "--prompt-seeds",
+            help="Repeat with this many prompt seeds (seed, seed+1, ...) and report the spread.",
+        ),
+    ] = 1,
     score: Annotated[
         str, typer.Option("--score", help="Detector score column used to rank heads.")
     ] = "induction",
@@ -99,6 +106,8 @@ def ablate(
         raise InputError(f"--mean-over must be all or position, got {mean_over!r}")
     if controls < 0:
         raise InputError(f"--controls must be >= 0, got {controls}")
+    if prompt_seeds < 1:
+        raise InputError(f"--prompt-seeds must be >= 1, got {prompt_seeds}")
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     for path, flag in ((out, "--out"), (plot, "--plot")):
@@ -127,9 +136,13 @@ def ablate(
             )
     tasks = None
     if tokenizer_free:  # fail on bad task files / missing data before loading the model
-        tasks = load_suite(
-            suite, shots=shots, n_items=n_items, seed=seed, tasks=task, data_dir=data_dir, hub=hub
-        )
+        tasks = [
+            t
+            for s in range(seed, seed + prompt_seeds)
+            for t in load_suite(
+                suite, shots=shots, n_items=n_items, seed=s, tasks=task, data_dir=data_dir, hub=hub
+            )
+        ]
 
     from rich.console import Console
 
@@ -143,18 +156,22 @@ def ablate(
     info = loaded.info
     suite = suite or info.default_suite
     if tasks is None:
-        tasks = load_suite(
-            suite,
-            tokenizer=loaded.tokenizer,
-            bos_id=info.bos_token_id,
-            shots=shots,
-            n_items=n_items,
-            seed=seed,
-            tasks=task,
-            data_dir=data_dir,
-            hub=hub,
-            max_tokens=min(info.n_ctx, 512),
-        )
+        tasks = [
+            t
+            for s in range(seed, seed + prompt_seeds)
+            for t in load_suite(
+                suite,
+                tokenizer=loaded.tokenizer,
+                bos_id=info.bos_token_id,
+                shots=shots,
+                n_items=n_items,
+                seed=s,
+                tasks=task,
+                data_dir=data_dir,
+                hub=hub,
+                max_tokens=min(info.n_ctx, 512),
+            )
+        ]
     plan = plan_heads(
         loaded,
         frac=frac,
@@ -164,13 +181,14 @@ def ablate(
         seed=seed,
         match_layers=match_layers,
         tied=tied,
+        cache_dir=None if no_cache else default_cache_path(loaded).parent,
     )
     if not quiet:
         console.print(
             f"[bold]{info.name}[/]: {plan.selection}; ablating "
             f"{_heads_text(plan.target)} ({mode}); "
             f"{len(plan.controls)} random controls; suite {suite}, "
-            f"{len(tasks)} tasks"
+            f"{len({t.name for t in tasks})} tasks x {prompt_seeds} prompt seed(s)"
         )
     cache = ResultCache(None if no_cache else default_cache_path(loaded))
     engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=batch_size)
@@ -193,6 +211,7 @@ def ablate(
             "shots": shots,
             "n_items": n_items,
             "seed": seed,
+            "prompt_seeds": prompt_seeds,
         }
     )
     title = f"induction ablate {info.name} --suite {suite}: {plan.selection}, {mode}"

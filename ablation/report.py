@@ -4,7 +4,9 @@
 scores where higher is better (F1, EM, accuracy) and ``ablated - clean`` for TVD. For each
 control head set the same drop is computed; ``ctrl_mean``/``ctrl_std`` (sample std, ddof=1)
 summarise them and ``z = (drop - ctrl_mean) / ctrl_std`` (NaN with fewer than 2 controls or
-zero spread). ``drop_se`` is the paired standard error of the drop over items.
+zero spread). ``drop_se`` is the paired standard error of the drop over items; with several
+prompt seeds (``--prompt-seeds``) scores are averaged over seeds and ``seed_std`` is the
+standard deviation of the drop across seeds.
 The ``MEAN`` row averages the generation tasks (F1/EM/number: the "mean F1 over tasks" of the
 source); its control spread is over per-control mean drops.
 """
@@ -26,10 +28,12 @@ COLUMNS = [
     "group",
     "metric",
     "n",
+    "seeds",
     "clean",
     "ablated",
     "drop",
     "drop_se",
+    "seed_std",
     "ctrl_mean",
     "ctrl_std",
     "z",
@@ -51,54 +55,68 @@ def _stats(drop: float, ctrl: list[float]) -> tuple[float, float, float]:
 
 
 def build_report(run) -> pd.DataFrame:
+    """One row per task (and metric), averaged over prompt seeds when the run has several
+    (``seed_std`` is then the spread of the drop over seeds), plus the ``MEAN`` row."""
     rows = []
     labels = [f"control{i}" for i in range(len(run.plan.controls))]
-    gen_drops: dict[str, list[float]] = {"clean": [], "ablated": [], "drop": []}
-    gen_ctrl: list[list[float]] = [[] for _ in labels]
+    by_name: dict[str, list[Task]] = {}
     for task in run.tasks:
-        res = run.results[task.name]
-        metric_list = [(task.metric, task.higher_is_better, "items")]
-        if isinstance(task, DistTask):
+        by_name.setdefault(task.name, []).append(task)
+    gen: dict[str, list[float]] = {"clean": [], "ablated": [], "drop": []}
+    gen_ctrl: list[list[float]] = [[] for _ in labels]
+    for name, group in by_name.items():
+        first = group[0]
+        metric_list = [(first.metric, first.higher_is_better, "items")]
+        if isinstance(first, DistTask):
             metric_list.append(("acc", True, "items_acc"))
         for metric, hib, item_key in metric_list:
-            clean = res["clean"]["scores"][metric]
-            abl = res["ablated"]["scores"][metric]
-            drop = _drop(clean, abl, hib)
-            ci = np.asarray(res["clean"][item_key], dtype=float)
-            ai = np.asarray(res["ablated"][item_key], dtype=float)
-            diffs = (ci - ai) if hib else (ai - ci)
-            se = (
-                float(np.nanstd(diffs, ddof=1) / math.sqrt(len(diffs)))
-                if len(diffs) > 1
-                else math.nan
-            )
-            ctrl = [_drop(clean, res[lab]["scores"][metric], hib) for lab in labels]
+            cleans, abls, drops, diffs = [], [], [], []
+            ctrl_by_seed = []
+            for task in group:
+                res = run.results[task_key(task)]
+                clean = res["clean"]["scores"][metric]
+                abl = res["ablated"]["scores"][metric]
+                cleans.append(clean)
+                abls.append(abl)
+                drops.append(_drop(clean, abl, hib))
+                ci = np.asarray(res["clean"][item_key], dtype=float)
+                ai = np.asarray(res["ablated"][item_key], dtype=float)
+                diffs.extend((ci - ai) if hib else (ai - ci))
+                ctrl_by_seed.append(
+                    [_drop(clean, res[lab]["scores"][metric], hib) for lab in labels]
+                )
+            drop = float(np.mean(drops))
+            ctrl = [float(np.mean(c)) for c in zip(*ctrl_by_seed, strict=True)] if labels else []
             mean, std, z = _stats(drop, ctrl)
-            name = task.name if metric == task.metric else f"{task.name}:{metric}"
+            n = len(diffs)
+            se = float(np.nanstd(diffs, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+            seed_std = float(np.std(drops, ddof=1)) if len(drops) > 1 else math.nan
             rows.append(
                 {
-                    "task": name,
-                    "group": task.group,
+                    "task": name if metric == first.metric else f"{name}:{metric}",
+                    "group": first.group,
                     "metric": metric,
-                    "n": len(ci),
-                    "clean": clean,
-                    "ablated": abl,
+                    "n": n,
+                    "seeds": len(group),
+                    "clean": float(np.mean(cleans)),
+                    "ablated": float(np.mean(abls)),
                     "drop": drop,
                     "drop_se": se,
+                    "seed_std": seed_std,
                     "ctrl_mean": mean,
                     "ctrl_std": std,
                     "z": z,
                     "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
                 }
             )
-            if not isinstance(task, DistTask):
-                gen_drops["clean"].append(clean)
-                gen_drops["ablated"].append(abl)
-                gen_drops["drop"].append(drop)
+            if not isinstance(first, DistTask):
+                gen["clean"].append(float(np.mean(cleans)))
+                gen["ablated"].append(float(np.mean(abls)))
+                gen["drop"].append(drop)
                 for j, c in enumerate(ctrl):
                     gen_ctrl[j].append(c)
-    if gen_drops["drop"]:
-        drop = float(np.mean(gen_drops["drop"]))
+    if gen["drop"]:
+        drop = float(np.mean(gen["drop"]))
         ctrl = [float(np.mean(c)) for c in gen_ctrl]
         mean, std, z = _stats(drop, ctrl)
         rows.append(
@@ -106,11 +124,13 @@ def build_report(run) -> pd.DataFrame:
                 "task": "MEAN",
                 "group": "generation tasks",
                 "metric": "f1/em",
-                "n": len(gen_drops["drop"]),
-                "clean": float(np.mean(gen_drops["clean"])),
-                "ablated": float(np.mean(gen_drops["ablated"])),
+                "n": len(gen["drop"]),
+                "seeds": max(len(g) for g in by_name.values()),
+                "clean": float(np.mean(gen["clean"])),
+                "ablated": float(np.mean(gen["ablated"])),
                 "drop": drop,
                 "drop_se": math.nan,
+                "seed_std": math.nan,
                 "ctrl_mean": mean,
                 "ctrl_std": std,
                 "z": z,
@@ -118,6 +138,11 @@ def build_report(run) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def task_key(task) -> str:
+    """Results key of one task instance: name and prompt seed."""
+    return f"{task.name}@{getattr(task, 'seed', 0)}"
 
 
 def overall_drop(df: pd.DataFrame) -> float | None:
@@ -194,7 +219,7 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
             str(r.n),
             f"{r.clean:.3f}",
             f"{r.ablated:.3f}",
-            f"{r.drop:+.3f}",
+            f"{r.drop:+.3f}" + ("" if math.isnan(r.seed_std) else f" ± {r.seed_std:.3f}"),
             ctrl,
             z,
             style=style,

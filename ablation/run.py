@@ -19,6 +19,7 @@ import pandas as pd
 
 from ablation.engine import ENGINE_VERSION, Engine, ResultCache, ablation_key
 from ablation.hooks import HeadAblation, tie_heads
+from ablation.report import task_key
 from ablation.selection import (
     describe,
     parse_heads,
@@ -53,11 +54,16 @@ class RunResult:
 
 
 def compute_scores(
-    loaded, score: str = "induction", seed: int = 0, progress: bool = False
+    loaded,
+    score: str = "induction",
+    seed: int = 0,
+    progress: bool = False,
+    cache_dir: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Detector scores per head (``induction.scores.induction_scores``, only the column used
-    for ranking); a minimal repeated-random-token induction score stands in while that
-    module is missing."""
+    """Detector scores per head (``induction.scores.induction_scores`` with its defaults, only
+    the column used for ranking); a minimal repeated-random-token induction score stands in
+    while that module is missing. With ``cache_dir`` the scores are kept beside the result
+    cache so a resumed run ranks heads identically without rescoring."""
     try:
         from induction.scores import SCORES, induction_scores
     except ImportError:
@@ -67,7 +73,17 @@ def compute_scores(
         return fallback_induction_scores(loaded, seed=seed)
     if score not in SCORES:
         raise InputError(f"unknown score {score!r}; available: {', '.join(SCORES)}")
-    return induction_scores(loaded, scores=[score], progress=progress)
+    cached = None
+    if cache_dir is not None:
+        cached = Path(cache_dir) / f"{model_fingerprint(loaded)}.scores-{score}.csv"
+        if cached.is_file():
+            return pd.read_csv(cached)
+    df = induction_scores(loaded, scores=[score], progress=progress)
+    if cached is not None:
+        from induction.io import write_table
+
+        write_table(df[[c for c in ("layer", "head", score) if c in df.columns]], cached)
+    return df
 
 
 def fallback_induction_scores(
@@ -110,6 +126,7 @@ def plan_heads(
     match_layers: bool = False,
     tied: bool = False,
     scores: pd.DataFrame | None = None,
+    cache_dir: str | Path | None = None,
 ) -> HeadPlan:
     info = loaded.info
     if n_controls < 0:
@@ -128,7 +145,7 @@ def plan_heads(
             target = sorted({(_first_pass(unrolled, la), h) for la, h in target})
     else:
         if scores is None:
-            scores = compute_scores(loaded, score=score, seed=seed)
+            scores = compute_scores(loaded, score=score, seed=seed, cache_dir=cache_dir)
         table = tied_scores(scores, unrolled) if tied else scores
         target = top_frac(table, frac, score)
         selection = f"top {frac:g} by {score} ({len(target)} of {len(table)} heads)"
@@ -192,13 +209,13 @@ def run_ablation(
     prepared = [engine.prepare(t) for t in tasks]
     todo = []
     for prep in prepared:
-        results[prep.task.name] = {}
+        results[task_key(prep.task)] = {}
         for label, heads in [("clean", [])] + sets:
             hooked = plan.expand(heads)
             key = cache.key(prep.fingerprint, ablation_key(hooked, mode, mean_over))
             hit = cache.get(key)
             if hit is not None:
-                results[prep.task.name][label] = hit
+                results[task_key(prep.task)][label] = hit
             else:
                 todo.append((prep, label, hooked, key))
     bar = _progress(progress, sum(len(p.batches) for p, *_ in todo))
@@ -216,7 +233,7 @@ def run_ablation(
             res = engine.evaluate(prep, ablation, on_batch=advance)
             res["heads"] = describe(hooked)
             cache.put(key, res)
-            results[prep.task.name][label] = res
+            results[task_key(prep.task)][label] = res
     meta = {
         "model": loaded.info.name,
         "selection": plan.selection,

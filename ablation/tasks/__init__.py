@@ -39,7 +39,16 @@ def suite_task_names(suite: str) -> list[str]:
     }[suite]
 
 
-def load_suite(
+def load_suite(*args, seed: int = 0, **kwargs) -> list[Task]:
+    """Build a suite's tasks (prompts and golds), deterministic for ``seed``; see
+    :func:`_load_suite` for the arguments. Each task records its prompt ``seed``."""
+    tasks = _load_suite(*args, seed=seed, **kwargs)
+    for t in tasks:
+        t.seed = seed
+    return tasks
+
+
+def _load_suite(
     suite: str,
     tokenizer=None,
     bos_id: int | None = None,

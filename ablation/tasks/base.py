@@ -45,6 +45,7 @@ class GenTask:
     group: str = ""
     suite: str = ""
     kind: str = "gen"
+    seed: int = 0  # prompt seed the items were drawn with
 
     @property
     def higher_is_better(self) -> bool:
@@ -71,6 +72,7 @@ class DistTask:
     group: str = "regbench"
     suite: str = ""
     kind: str = "dist"
+    seed: int = 0
 
     @property
     def higher_is_better(self) -> bool:

@@ -122,8 +122,8 @@ def test_mean_mode_explicit_heads_and_user_tasks(tiny_llama_dir, tmp_path):
     out = tmp_path / "u.csv"
     result = ablate(tiny_llama_dir, "--suite", f, "--mode", "mean", "--mean-over", "position",
                     "--heads", "0.1", "--controls", 2, "--match-layers", "--n-items", 5,
-                    "--shots", 2, "--quiet", "--out", out)  # fmt: skip
+                    "--shots", 2, "--prompt-seeds", 2, "--quiet", "--out", out)  # fmt: skip
     assert result.exit_code == 0, result.output
     df = pd.read_csv(out)
-    assert list(df.task) == ["t", "MEAN"] and df.n.iloc[0] == 5
+    assert list(df.task) == ["t", "MEAN"] and df.n.iloc[0] == 10 and df.seeds.iloc[0] == 2
     one_line_error(ablate(tiny_llama_dir, "--suite", f, "--out", f), "input")

@@ -64,10 +64,10 @@ def test_report_arithmetic():
         return {"scores": {"tvd": tvd, "acc": acc}, "items": [tvd] * 2, "items_acc": [acc] * 2}
 
     results = {
-        "a": {"clean": res([1, 1, 1, 0]), "ablated": res([0, 0, 1, 0]),
+        "a@0": {"clean": res([1, 1, 1, 0]), "ablated": res([0, 0, 1, 0]),
               "control0": res([1, 1, 0, 0]), "control1": res([1, 1, 1, 0]),
               "control2": res([1, 0, 1, 0])},
-        "rb": {"clean": dres(0.2, 0.9), "ablated": dres(0.5, 0.5), "control0": dres(0.2, 0.9),
+        "rb@0": {"clean": dres(0.2, 0.9), "ablated": dres(0.5, 0.5), "control0": dres(0.2, 0.9),
                "control1": dres(0.3, 0.8), "control2": dres(0.25, 0.85)},
     }  # fmt: skip
     plan = HeadPlan(target=[(0, 0)], controls=[[(1, 0)]] * 3, selection="x")
@@ -84,6 +84,25 @@ def test_report_arithmetic():
     mean = df.loc["MEAN"]  # generation tasks only
     assert mean["drop"] == 0.5 and mean.n == 1
     single = HeadPlan(target=[(0, 0)], controls=[[(1, 0)]], selection="x")
-    one = {"a": {k: results["a"][k] for k in ("clean", "ablated", "control0")}}
+    one = {"a@0": {k: results["a@0"][k] for k in ("clean", "ablated", "control0")}}
     d1 = build_report(RunResult(tasks=[gen], plan=single, results=one)).set_index("task")
     assert math.isnan(d1.loc["a"].z) and math.isnan(d1.loc["a"].ctrl_std)
+
+
+def test_report_averages_prompt_seeds():
+    t0 = GenTask("a", [GenItem("p", ["x"])] * 2, metric="em", seed=0)
+    t1 = GenTask("a", [GenItem("q", ["x"])] * 2, metric="em", seed=1)
+
+    def res(items):
+        return {"scores": {"em": float(np.mean(items))}, "items": items}
+
+    results = {
+        "a@0": {"clean": res([1, 1]), "ablated": res([0, 1]), "control0": res([1, 1])},
+        "a@1": {"clean": res([1, 0]), "ablated": res([0, 0]), "control0": res([0, 0])},
+    }
+    plan = HeadPlan(target=[(0, 0)], controls=[[(1, 0)]], selection="x")
+    df = build_report(RunResult(tasks=[t0, t1], plan=plan, results=results)).set_index("task")
+    a = df.loc["a"]
+    assert a.seeds == 2 and a.n == 4
+    assert a.clean == 0.75 and a["drop"] == 0.5  # drops 0.5 and 0.5
+    assert a.seed_std == 0.0 and a.ctrl_mean == pytest.approx(0.25)  # control drops 0, 0.5
