@@ -252,6 +252,8 @@ def summarize(
     n_distinct = len(primaries)
     n_any = len(anc_df)
     stage_word = "initial network" if to_stage == 0 else f"stage-{to_stage} network"
+    if ancestry.attrs.get("source") == "loop" and to_stage == 0:
+        stage_word = "stored block"  # a looped model: the layers every pass runs
     depths = ancestry.attrs.get("depths")
     initial_heads = depths[to_stage] * n_heads if depths else n_distinct
     sentence = (
