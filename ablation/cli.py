@@ -169,7 +169,7 @@ def ablate(
                 tasks=task,
                 data_dir=data_dir,
                 hub=hub,
-                max_tokens=min(info.n_ctx, 512),
+                max_tokens=_prompt_budget(loaded),
             )
         ]
     plan = plan_heads(
@@ -240,3 +240,11 @@ def _stdout_console():
 def _heads_text(heads, limit: int = 12) -> str:
     text = ", ".join(f"{a}.{b}" for a, b in heads[:limit])
     return text + (f", ... ({len(heads)} heads)" if len(heads) > limit else "")
+
+
+def _prompt_budget(loaded) -> int:
+    """Longest prompt for generated suites: a zoo model's training length (its card), else
+    the context length capped at 512."""
+    card = loaded.card if isinstance(loaded.card, dict) else {}
+    seq_len = (card.get("config") or {}).get("seq_len")
+    return int(seq_len) if seq_len else min(loaded.info.n_ctx, 512)

@@ -102,6 +102,7 @@ class Engine:
         eos = getattr(self.hf.generation_config, "eos_token_id", None) or self.tok.eos_token_id
         self.eos_ids = set([eos] if isinstance(eos, int) else (eos or []))
         self._vocab_text: list[str] | None = None
+        self._suspect_cache: dict[tuple, torch.Tensor] = {}
         self.timer = Timer()
         # transformers 5 renamed the cache argument ``past_key_values`` -> ``cache``
         params = inspect.signature(self.hf.forward).parameters
@@ -117,6 +118,9 @@ class Engine:
     def _suspects(self, stops: Sequence[str]) -> torch.Tensor:
         """Boolean mask over the vocabulary: tokens whose text holds a stop string's first
         character (only after such a token is the decoded text checked)."""
+        key = tuple(sorted(stops))
+        if key in self._suspect_cache:
+            return self._suspect_cache[key]
         firsts = {s[0] for s in stops if s}
         n = max(len(self.tok), int(self.bridge.cfg.d_vocab))
         mask = torch.zeros(n, dtype=torch.bool)
@@ -126,7 +130,8 @@ class Engine:
         for e in self.eos_ids:
             if e < n:
                 mask[e] = True
-        return mask.to(self.device)
+        self._suspect_cache[key] = mask.to(self.device)
+        return self._suspect_cache[key]
 
     def prepare(self, task: Task) -> Prepared:
         """Tokenise and batch a task's items (left-padded for generation)."""

@@ -58,12 +58,13 @@ def _load_suite(
     tasks: list[str] | None = None,
     data_dir: str | Path | None = None,
     hub: bool = False,
-    max_tokens: int = 512,
+    max_tokens: int | None = None,
 ) -> list[Task]:
     """Build a suite's tasks (prompts and golds), deterministic for ``seed``.
 
     ``shots``/``n_items`` of ``None`` take each suite's defaults; ``tasks`` selects a subset
-    by name; ``max_tokens`` bounds RegBench instances (the model's context).
+    by name; ``max_tokens`` bounds generated prompts (default: 96 for ``zoo``, the zoo's
+    training length; 512 for ``regbench``).
     """
     if shots is not None and shots < 0:
         raise InputError(f"--shots must be >= 0, got {shots}")
@@ -97,7 +98,7 @@ def _load_suite(
             n_items=n_items or 64,
             shots=shots,
             seed=seed,
-            max_tokens=max_tokens,
+            max_tokens=max_tokens or zoo.CONTEXT,
             names=tasks,
         )
     if suite == "paper19":
@@ -108,4 +109,6 @@ def _load_suite(
         return paper19.load_gsm8k(
             shots=shots, n_items=n_items or 100, data_dir=data_dir, hub=hub, seed=1234 + seed
         )
-    return regbench.load(tokenizer, bos_id, n_items=n_items or 32, seed=seed, max_tokens=max_tokens)
+    return regbench.load(
+        tokenizer, bos_id, n_items=n_items or 32, seed=seed, max_tokens=max_tokens or 512
+    )

@@ -5,7 +5,8 @@ the formats match training exactly, but every draw comes from
 ``numpy.random.default_rng([SEED_OFFSET + seed, task])``, a seed namespace disjoint from the
 training corpus, so the maps, programs and strings evaluated are fresh; RegBench uses only
 held-out automata (``corpus.sample_dfa(rng, training=False)``, the corpus's hash split).
-Prompts stay within the zoo's 128-token training length.
+Prompts stay within the model's training length (``max_tokens``, default 96 tokens: the zoo's
+``seq_len``); var-assign prompts drop their oldest demonstrations to fit.
 
 Tasks (``shots`` means what each format has as demonstrations):
 
@@ -17,7 +18,7 @@ Tasks (``shots`` means what each format has as demonstrations):
 - ``var_depth0`` / ``var_depth1``: ``a = 3 , b = 7 , c = a ; c ? 3 .`` programs; depth 0
   queries a ``var = digit`` variable, depth 1 a ``var = var`` alias. ``shots`` whole programs
   (default 3) precede the query program; decoding stops at ``.``. Exact match.
-- ``regbench``: held-out automata, strings of 1-9 letters joined by ``|`` up to 127 tokens;
+- ``regbench``: held-out automata, strings of 1-9 letters joined by ``|`` up to ``max_tokens``;
   next-letter TVD (primary, lower is better) and greedy accuracy, scored as in
   :mod:`ablation.tasks.regbench`.
 """
@@ -33,7 +34,7 @@ from induction.zoo import vocab as V
 SEED_OFFSET = 10_000
 TASKS = ("lookup", "copy", "var_depth0", "var_depth1", "regbench")
 DEFAULT_SHOTS = {"lookup": 12, "copy": 0, "var_depth0": 3, "var_depth1": 3}
-CONTEXT = 128  # the zoo's training sequence length
+CONTEXT = 96  # default prompt budget: the zoo's training sequence length (card config seq_len)
 
 
 def _rng(seed: int, task: str) -> np.random.Generator:
@@ -70,13 +71,18 @@ def copy(n_items: int, seed: int, length: int = 16, shown: int = 8, answer: int 
     )
 
 
-def var_assign(depth: int, n_items: int, shots: int, seed: int) -> GenTask:
+def var_assign(
+    depth: int, n_items: int, shots: int, seed: int, max_tokens: int = CONTEXT
+) -> GenTask:
     name = f"var_depth{depth}"
     rng = _rng(seed, name)
     items = []
     for _ in range(n_items):
         demos = [_text(corpus.varassign_segment(rng, depth)) for _ in range(shots)]
         query = corpus.varassign_segment(rng, depth)  # [... q ? answer .]
+        # BOS + demos + query prompt + answer + stop must fit the training length
+        while demos and 1 + sum(len(d.split()) for d in demos) + len(query) > max_tokens:
+            demos.pop(0)
         prompt = " ".join(demos + [_text(query[:-2])])
         items.append(GenItem(prompt=prompt, golds=[V.TOKENS[query[-2]]]))
     return GenTask(
@@ -131,7 +137,7 @@ def load(
         elif name == "copy":
             tasks.append(copy(n_items, seed))
         elif name.startswith("var_depth"):
-            tasks.append(var_assign(int(name[-1]), n_items, k, seed))
+            tasks.append(var_assign(int(name[-1]), n_items, k, seed, max_tokens))
         elif name == "regbench":
-            tasks.append(regbench(max(8, n_items // 2), seed, min(max_tokens, CONTEXT)))
+            tasks.append(regbench(max(8, n_items // 2), seed, max_tokens))
     return tasks
