@@ -538,22 +538,34 @@ def _scan(
     state = {"rows": slice(0, 0)}
     if attn_names:
         plan = _plan(layout, attn_names, convention)
-        flat = plan.flat_index.to(dev)
-        weights = plan.weights.to(dev)
-        norm_cols = plan.normalize.to(dev)
+        consts: dict[torch.device, tuple] = {}  # per device (a model spread by device_map)
+
+        def on(device: torch.device):
+            if device not in consts:
+                consts[device] = (
+                    plan.flat_index.to(device),
+                    plan.weights.to(device),
+                    plan.normalize.to(device),
+                )
+            return consts[device]
+
+        on(dev)
         any_norm = bool(plan.normalize.any())
-        out = torch.zeros(n_rows, len(layer_list), n_heads, len(attn_names), device=dev)
+        n_cols = len(attn_names)
+        out = torch.zeros(n_rows, len(layer_list), n_heads, n_cols, device=dev)
         last = layer_list[-1]
 
         def make_hook(slot: int, stop: bool):
             def hook(pattern, hook=None):
                 # pattern: [batch, head, query, key]; read only the pairs the scores need.
-                picked = pattern.reshape(*pattern.shape[:2], -1).index_select(-1, flat)
-                vals = picked.float() @ weights  # [batch, head, n_scores]
+                flat, weights, norm_cols = on(pattern.device)
+                b, h = pattern.shape[:2]
+                picked = pattern.reshape(b * h, -1).index_select(1, flat)  # [b*h, pairs]
+                vals = torch.mm(picked.float(), weights).view(b, h, n_cols)
                 if any_norm:
                     total = pattern.sum(dim=(-2, -1), dtype=torch.float32)  # [batch, head]
                     vals = torch.where(norm_cols, vals / total.unsqueeze(-1), vals)
-                out[state["rows"], slot] = vals
+                out[state["rows"], slot] = vals.to(out.device, non_blocking=True)
                 if stop:
                     raise StopAtLayerException(pattern)
                 return None

@@ -128,7 +128,7 @@ def test_zoo_models_match_reference(name):
         pytest.skip("no zoo models shipped yet")
     loaded = load_model(name, device="cpu")
     df, ref = check_against_reference(
-        loaded, registry.zoo_path(name), seq_len=loaded.info.default_repeat_len, batch=8, seeds=2
+        loaded, registry.zoo_path(name), seq_len=loaded.info.default_repeat_len, batch=4, seeds=2
     )
     if loaded.loop_plan is not None:
         assert {"block_layer", "pass"} <= set(df.columns)
