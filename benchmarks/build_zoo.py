@@ -20,8 +20,8 @@ from pathlib import Path
 MODELS = Path(__file__).resolve().parents[1] / "induction" / "zoo" / "models"
 
 
-def build(family: str, seed: int) -> str:
-    out = MODELS / f"{family}-s{seed}"
+def build(family: str, seed: int, dest: Path = MODELS) -> str:
+    out = dest / f"{family}-s{seed}"
     if (out / "card.json").exists():
         return f"{out.name}: present"
     tmp = out.with_name(out.name + ".partial")
@@ -30,7 +30,7 @@ def build(family: str, seed: int) -> str:
         f"train(ZooTrainConfig(family={family!r}, seed={seed}), "
         f"out=Path({str(tmp)!r}), progress=False)"
     )
-    log = MODELS.parent / f"build-{family}-s{seed}.log"
+    log = dest.parent / f"build-{family}-s{seed}.log"
     with open(log, "w") as fh:
         subprocess.run(
             [sys.executable, "-c", code], check=True, stdout=fh, stderr=subprocess.STDOUT
@@ -45,15 +45,16 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--families", nargs="+", default=["dense", "grown", "looped"])
+    ap.add_argument("--dest", type=Path, default=MODELS, help="where the model folders go")
     args = ap.parse_args()
-    MODELS.mkdir(parents=True, exist_ok=True)
+    args.dest.mkdir(parents=True, exist_ok=True)
     todo = [(f, s) for s in args.seeds for f in args.families]
     with ThreadPoolExecutor(args.jobs) as pool:
-        for line in pool.map(lambda fs: build(*fs), todo):
+        for line in pool.map(lambda fs: build(*fs, dest=args.dest), todo):
             print(line, flush=True)
     head = ("model", "steps", "formed", "sec", "FLOPs", "vs dense", "d20", "d32", "d50")
     print("{:<12} {:>6} {:>7} {:>7} {:>9} {:>8} {:>6} {:>6} {:>6}".format(*head))
-    for card_path in sorted(MODELS.glob("*/card.json")):
+    for card_path in sorted(args.dest.glob("*/card.json")):
         c = json.loads(card_path.read_text())
         print(
             f"{c['name']:<12} {c['steps']:>6} {str(c['formed_at_step']):>7} "

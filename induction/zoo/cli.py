@@ -20,7 +20,11 @@ def train_command(
     out: Path = typer.Option(
         None, "--out", help="Checkpoint folder to write (default: ./zoo/<family>-s<seed>)."
     ),
-    steps: int = typer.Option(None, "--steps", help="Training steps (default: the zoo's)."),
+    steps: int = typer.Option(
+        None,
+        "--steps",
+        help="Training steps (default: the zoo's); up to twice as many if no head has formed.",
+    ),
     threads: int = typer.Option(
         1, "--threads", help="CPU threads; the same seed and thread count give the same weights."
     ),
@@ -39,7 +43,7 @@ def train_command(
     if steps is not None:
         if steps <= 0:
             raise InputError("--steps must be positive")
-        cfg.steps, cfg.max_steps = steps, max(steps, cfg.max_steps)
+        cfg.steps, cfg.max_steps = steps, 2 * steps
     tmp = out.with_name(out.name + ".partial")
     _, card = train(cfg, out=tmp)
     tmp.rename(out)

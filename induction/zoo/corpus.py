@@ -43,11 +43,11 @@ class CorpusConfig:
     seq_len: int = 128
     mix: dict[str, float] = field(
         default_factory=lambda: {
-            "copy": 0.4,
+            "copy": 0.5,
             "lookup": 0.2,
-            "varassign": 0.15,
+            "varassign": 0.1,
             "regbench": 0.1,
-            "bigram": 0.15,
+            "bigram": 0.1,
         }
     )
     min_span: int = 4

@@ -57,8 +57,8 @@ class ZooTrainConfig:
     init_std: float = 0.02
     warmup: int = 50
     weight_decay: float = 0.0
-    steps: int = 1200
-    max_steps: int = 2400
+    steps: int = 1600
+    max_steps: int = 3000
     eval_every: int = 50
     formed_threshold: float = 0.4
     formed_distance: int = 16  # repeat length of the formation check (fits seq_len_before)

@@ -1,0 +1,62 @@
+"""The shipped zoo: every model has induction heads; lineage and loop plans load right."""
+
+import pytest
+import torch
+
+from induction import load_model
+from induction.scores import induction_scores
+from induction.zoo.looped import LoopPlan
+from induction.zoo.registry import FAMILIES, model_card, zoo_models, zoo_path
+
+SHIPPED = zoo_models()
+
+
+def test_every_family_ships_three_seeds():
+    for family in FAMILIES:
+        assert [n for n in SHIPPED if n.startswith(family + "-")] == [
+            f"{family}-s{s}" for s in range(3)
+        ]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_model_has_an_induction_head(name):
+    loaded = load_model(name, device="cpu")
+    card = model_card(name)
+    assert loaded.info.default_repeat_len == card["repeat_len"] == 32
+    scores = induction_scores(loaded, seq_len=32, batch=32, seeds=(0,), scores=("induction",))
+    assert scores["induction"].max() >= 0.4
+
+
+@pytest.mark.parametrize("name", [n for n in SHIPPED if n.startswith("grown-")])
+def test_grown_log_resolves_every_layer(name):
+    loaded = load_model(name, device="cpu")
+    log = loaded.lineage
+    assert log is not None and log.final_depth == loaded.info.n_layers
+    ancestors = [log.ancestor_of(layer) for layer in range(log.final_depth)]
+    assert set(ancestors) <= set(range(log.initial_depth))
+    assert sorted(set(ancestors)) == list(range(log.initial_depth))
+
+
+@pytest.mark.parametrize("name", [n for n in SHIPPED if n.startswith("looped-")])
+def test_looped_model_unrolls_with_one_hook_call_per_layer(name):
+    from transformers import AutoModelForCausalLM
+
+    from induction.zoo.looped import tie_layers
+
+    loaded = load_model(name, device="cpu")
+    plan = LoopPlan.load(zoo_path(name))
+    assert loaded.loop_plan == plan and loaded.info.n_layers == plan.unrolled_depth
+    calls = []
+    hooks = [
+        (f"blocks.{layer}.attn.hook_pattern", lambda x, hook: calls.append(hook.name))
+        for layer in range(plan.unrolled_depth)
+    ]
+    tokens = torch.randint(4, 128, (2, 20))
+    with torch.no_grad():
+        logits = loaded.bridge.run_with_hooks(tokens, fwd_hooks=hooks)
+    assert sorted(calls) == sorted(name for name, _ in hooks)
+    tied = tie_layers(AutoModelForCausalLM.from_pretrained(zoo_path(name)).eval(), plan)
+    with torch.no_grad():
+        # use_cache=False: a KV cache indexed by layer would mix the passes of a shared layer.
+        reference = tied(tokens, use_cache=False).logits
+        torch.testing.assert_close(logits, reference, rtol=0, atol=1e-4)
