@@ -21,6 +21,7 @@ the same weights.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -37,6 +38,7 @@ from lineage.growth import decoder_layers, duplicate_layers, lidas_span
 from lineage.log import DuplicationLog
 
 FAMILIES = ("dense", "grown", "looped")
+INITIAL_DIR = "initial"  # grown models: the pre-growth checkpoint, inside the model folder
 
 
 @dataclass
@@ -170,7 +172,7 @@ def train(
         }
     )
 
-    log, plan = None, None
+    log, plan, initial = None, None, None
     if cfg.family == "dense":
         model = build_model(cfg, cfg.depth)
     elif cfg.family == "grown":
@@ -198,6 +200,8 @@ def train(
             and step >= grow_steps[len(log.events)]
             and formed_at is not None
         ):
+            if not log.events:  # the initial network as it was when growth began
+                initial = (copy.deepcopy(model), step)
             block = min(cfg.grow_block, depth)
             source, insert_at = lidas_span(depth, block)
             _, opt = duplicate_layers(
@@ -264,9 +268,31 @@ def train(
     card["heads_above_0.4_d32"] = int(
         (induction_head_scores(model, cfg.repeat_len, batch=32, seed=12345) >= 0.4).sum()
     )
+    if initial is not None:
+        card["initial_checkpoint"] = INITIAL_DIR
+        card["initial_step"] = initial[1]
     if out is not None:
         save_zoo_model(model, Path(out), card, log=log, plan=plan)
+        if initial is not None:
+            _save_initial(initial[0], Path(out) / INITIAL_DIR, cfg, step=initial[1])
     return model, card
+
+
+def _save_initial(model, folder: Path, cfg: ZooTrainConfig, step: int) -> None:
+    """The pre-growth network, so lineage can ask whether an ancestor head was already an
+    induction head before it was copied."""
+    # Before growth the repeats were at most span_before tokens: its heads are measured at the
+    # formation check's repeat length, which it declares as its own default.
+    card = {
+        "name": "initial network",
+        "step": step,
+        "depth": len(decoder_layers(model)),
+        "repeat_len": cfg.formed_distance,
+    }
+    for dist in (cfg.formed_distance, cfg.repeat_len):
+        scores = induction_head_scores(model, dist, batch=32, seed=12345)
+        card[f"max_induction_d{dist}"] = round(float(scores.max()), 4)
+    save_zoo_model(model, folder, card)
 
 
 def _progress(enabled: bool, cfg: ZooTrainConfig):

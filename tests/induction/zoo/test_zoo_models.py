@@ -60,3 +60,24 @@ def test_looped_model_unrolls_with_one_hook_call_per_layer(name):
         # use_cache=False: a KV cache indexed by layer would mix the passes of a shared layer.
         reference = tied(tokens, use_cache=False).logits
         torch.testing.assert_close(logits, reference, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", [n for n in SHIPPED if n.startswith("grown-")])
+def test_grown_model_ships_its_formed_initial_network(name):
+    card = model_card(name)
+    initial = load_model(str(zoo_path(name) / card["initial_checkpoint"]), device="cpu")
+    assert initial.info.n_layers == load_model(name).lineage.initial_depth
+    assert initial.info.default_repeat_len == 16  # the repeat length it was trained on
+    scores = induction_scores(initial, batch=32, seeds=(0,), scores=("induction",))
+    assert scores["induction"].max() >= 0.4  # growth waited for an induction head
+    assert card["initial_step"] == load_model(name).lineage.events[0].step
+
+
+def test_lineage_uses_the_shipped_initial_network():
+    from typer.testing import CliRunner
+
+    from induction.cli import app
+
+    result = CliRunner().invoke(app, ["lineage", "grown-s0", "--top", "12", "--seeds", "1"])
+    assert result.exit_code == 0, result.output
+    assert "were already induction heads" in " ".join(result.output.split())
