@@ -487,21 +487,22 @@ class _progress_bar:
         return False
 
 
-def auto_chunk(info: Any, prompts: RepeatedPrompts, device: torch.device, logits: bool) -> int:
+def auto_chunk(cfg: Any, prompts: RepeatedPrompts, device: torch.device, logits: bool) -> int:
     """Prompts per forward pass: one seed's batch on CPU; on CUDA what fits half the free memory.
 
-    Per prompt, eager attention holds scores and pattern (``heads x L x L``, in float32 for
-    the softmax), and each layer's activations (``L x (12 d_model)``, an MLP of about
-    4 d_model); logits add ``L x vocab``.
+    Per prompt, eager attention holds scores, mask and pattern (``heads x L x L``, counted in
+    float32), and a layer's activations (``L x (12 d_model + 3 d_mlp)``); logits add
+    ``2 x L x vocab`` (the logits and their log-softmax rows).
     """
     n_rows = int(prompts.tokens.shape[0])
     if device.type != "cuda":
         return min(n_rows, prompts.batch)
     L = prompts.layout.length
-    d_model = int(getattr(info, "d_model", 0) or 1024)
-    per_row = 4 * (3 * int(info.n_heads) * L * L + 16 * L * d_model)
+    d_model = int(getattr(cfg, "d_model", 0) or 1024)
+    d_mlp = int(getattr(cfg, "d_mlp", 0) or 4 * d_model)
+    per_row = 4 * (3 * int(cfg.n_heads) * L * L + L * (12 * d_model + 3 * d_mlp))
     if logits:
-        per_row += 4 * 2 * L * int(info.vocab_size)
+        per_row += 4 * 2 * L * int(cfg.d_vocab)
     try:
         free, _ = torch.cuda.mem_get_info(device)
     except RuntimeError:  # pragma: no cover
@@ -526,9 +527,8 @@ def _scan(
     layout = prompts.layout
     tokens = prompts.tokens
     n_rows, L = tokens.shape
-    info = _resolve_info(bridge)
     if chunk is None:
-        chunk = auto_chunk(info, prompts, dev, want_loss)
+        chunk = auto_chunk(bridge.cfg, prompts, dev, want_loss)
     elif isinstance(chunk, bool) or not isinstance(chunk, int) or chunk <= 0:
         raise InputError(f"chunk must be a positive integer, got {chunk}")
     n_heads = int(bridge.cfg.n_heads)
@@ -605,19 +605,6 @@ def _mean_nll(logits: torch.Tensor, tokens: torch.Tensor, pos: torch.Tensor) -> 
     lp = logits.index_select(1, pos).float().log_softmax(-1)
     target = tokens.index_select(1, pos + 1)
     return -lp.gather(-1, target.unsqueeze(-1)).squeeze(-1).mean(-1)
-
-
-def _resolve_info(bridge) -> Any:
-    cfg = bridge.cfg
-    return type(
-        "_I",
-        (),
-        {
-            "n_heads": int(cfg.n_heads),
-            "d_model": int(cfg.d_model),
-            "vocab_size": int(cfg.d_vocab),
-        },
-    )()
 
 
 # --------------------------------------------------------------------------- copying

@@ -372,3 +372,18 @@ def test_smollm2_has_induction_heads_matching_reference():
     ours = set(zip(*np.nonzero(got >= 0.4), strict=True))
     assert ours == set(zip(*np.nonzero(ref >= 0.4), strict=True))
     assert len(ours) >= 3
+
+
+def test_auto_chunk_fits_free_gpu_memory(tiny, monkeypatch):
+    """On CUDA the chunk is what fits half the free memory; on CPU one seed's batch."""
+    from induction.scores import auto_chunk
+
+    prompts = make_prompts(tiny.info, seq_len=50, batch=32, seeds=3)
+    cfg = tiny.bridge.cfg
+    assert auto_chunk(cfg, prompts, torch.device("cpu"), False) == 32
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 * 2**20, 2**30))
+    small = auto_chunk(cfg, prompts, torch.device("cuda"), False)
+    with_logits = auto_chunk(cfg, prompts, torch.device("cuda"), True)
+    assert 1 <= with_logits < small < 96
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (2**40, 2**41))
+    assert auto_chunk(cfg, prompts, torch.device("cuda"), True) == 96  # everything at once
