@@ -110,5 +110,10 @@ def test_default_model_is_the_grown_zoo_model():
     result = scan("--help")
     assert result.exit_code == 0
     assert "grown" in result.stdout
-    if not any(n.startswith("grown-") for n in registry.zoo_models()):
-        one_line_error(scan("--seq-len", 4), "grown")
+    args = ("--seq-len", 8, "--batch", 2, "--seeds", 1, "--no-loss", "--scores", "induction")
+    if any(n.startswith("grown-") for n in registry.zoo_models()):
+        result = scan(*args)
+        assert result.exit_code == 0, result.output
+        assert "heads of grown-s" in result.stdout
+    else:
+        one_line_error(scan(*args), "grown")
