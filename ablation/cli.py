@@ -78,6 +78,13 @@ def ablate(
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Prompts per batch.")] = 32,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            help="CPU threads for torch (default: torch's; 1 is far faster on a busy machine).",
+        ),
+    ] = None,
     data_dir: Annotated[
         Path | None,
         typer.Option(
@@ -108,6 +115,8 @@ def ablate(
         raise InputError(f"--controls must be >= 0, got {controls}")
     if prompt_seeds < 1:
         raise InputError(f"--prompt-seeds must be >= 1, got {prompt_seeds}")
+    if threads is not None and threads < 1:
+        raise InputError(f"--threads must be >= 1, got {threads}")
     if batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {batch_size}")
     for path, flag in ((out, "--out"), (plot, "--plot")):
@@ -152,6 +161,10 @@ def ablate(
     from induction.loading import load_model
 
     console = Console(stderr=True)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
     loaded = load_model(model, device=device, dtype=dtype)
     info = loaded.info
     suite = suite or info.default_suite

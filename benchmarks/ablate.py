@@ -1,13 +1,21 @@
-"""Benchmark: the ablation engine vs a per-example ``generate`` loop on the same items.
+"""Benchmark: the ablation engine vs per-example ``generate`` loops on the same items.
 
-    python benchmarks/ablate.py [MODEL] [--suite words] [--tasks 3] [--n-items 16]
+    python benchmarks/ablate.py [MODEL] [--suite S] [--tasks 4] [--n-items 32] [--threads 1]
 
-Both sides decode greedily with a KV cache, stop at the task's stop strings and produce the
-same answers (checked). The baseline is the plain HF model's ``generate`` called once per
-prompt (``stop_strings`` set); the engine batches prompts (left padding) and decodes the
-batch together through the bridge. Reported: seconds for each, the ratio, and the engine's
-share of time spent outside model forward passes (tokenising, padding, stop checks, Python
-overhead). Repeat with ``--ablate 0.2`` to time an ablated run (hooks active).
+All three decode greedily with a KV cache, with the same heads zero-ablated (the top
+``--frac`` by induction score, hooks on ``blocks.{l}.attn.hook_z``), and must produce the same
+answers (checked):
+
+- ``engine``: :class:`ablation.engine.Engine` — prompts batched with left padding, one
+  batched prefill and batched greedy decoding with the KV cache through the bridge;
+- ``bridge_generate``: ``bridge.generate(tokens, do_sample=False)`` once per prompt inside
+  ``ablate_heads`` (the TransformerLens way to generate with hooks);
+- ``hf_generate``: the wrapped HF model's ``generate`` once per prompt inside ``ablate_heads``
+  (stop tokens as extra EOS ids or ``stop_strings``).
+
+Reported: seconds for each, the ratios, and the engine's share of time outside model forward
+passes (tokenising, padding, stop checks, Python). On a busy 2-core machine pass
+``--threads 1``: two OpenMP threads competing with other processes run ~100x slower.
 """
 
 from __future__ import annotations
@@ -19,12 +27,29 @@ import time
 import torch
 
 
+def stop_kwargs(stop, tok) -> dict:
+    """``generate`` stopping: single-token stops (the zoo's word-level vocabulary, whose
+    tokenizer HF's ``stop_strings`` cannot parse) as extra EOS ids, else ``stop_strings``."""
+    if not stop:
+        return {}
+    vocab = tok.get_vocab()
+    if all(s in vocab for s in stop):
+        return {"eos_token_id": [vocab[s] for s in stop] + [tok.eos_token_id]}
+    return {"stop_strings": list(stop), "tokenizer": tok}
+
+
+def cut(text: str, stop) -> str:
+    idx = min([text.find(s) for s in stop if s and s in text] or [len(text)])
+    return text[:idx].strip()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model", nargs="?", default="grown")
     ap.add_argument("--suite", default=None)
-    ap.add_argument("--tasks", type=int, default=3, help="first N tasks of the suite")
-    ap.add_argument("--n-items", type=int, default=16)
+    ap.add_argument("--tasks", type=int, default=4, help="first N generation tasks")
+    ap.add_argument("--n-items", type=int, default=32)
+    ap.add_argument("--frac", type=float, default=0.2)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None, help="also write the numbers to this file")
@@ -32,71 +57,86 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    from transformers import AutoModelForCausalLM
-
     from ablation.engine import Engine
+    from ablation.hooks import HeadAblation, ablate_heads
+    from ablation.run import plan_heads
     from ablation.tasks import load_suite
     from induction.loading import load_model
 
     loaded = load_model(args.model, device="cpu")
-    info = loaded.info
+    info, bridge, tok = loaded.info, loaded.bridge, loaded.tokenizer
     suite = args.suite or info.default_suite
     tasks = [
         t
         for t in load_suite(
-            suite,
-            tokenizer=loaded.tokenizer,
-            bos_id=info.bos_token_id,
-            n_items=args.n_items,
-            seed=0,
+            suite, tokenizer=tok, bos_id=info.bos_token_id, n_items=args.n_items, seed=0
         )
         if t.kind == "gen"
     ][: args.tasks]
-    tok = loaded.tokenizer
-    engine = Engine(loaded.bridge, tok, batch_size=args.batch_size)
+    heads = plan_heads(loaded, frac=args.frac, n_controls=0).target
+    engine = Engine(bridge, tok, batch_size=args.batch_size)  # also enables the KV cache fix
     preps = [engine.prepare(t) for t in tasks]
-    engine.evaluate(preps[0])  # warm-up
+    engine.evaluate(preps[0], HeadAblation(heads))  # warm-up
     engine.timer.forward_s = engine.timer.total_s = 0.0
 
     t0 = time.perf_counter()
-    got = [engine.evaluate(p)["predictions"] for p in preps]
+    got = [engine.evaluate(p, HeadAblation(heads))["predictions"] for p in preps]
     t_engine = time.perf_counter() - t0
     outside = 1 - engine.timer.forward_s / t_engine
 
-    raw = AutoModelForCausalLM.from_pretrained(info.path, dtype=torch.float32).eval()
-    t0 = time.perf_counter()
-    ref = []
-    with torch.no_grad():
-        for task in tasks:
-            outs = []
-            for it in task.items:
-                ids = torch.tensor([tok(it.prompt)["input_ids"]])
-                kw = {"stop_strings": task.stop, "tokenizer": tok} if task.stop else {}
-                g = raw.generate(
-                    ids,
-                    attention_mask=torch.ones_like(ids),
-                    do_sample=False,
-                    max_new_tokens=task.max_new_tokens,
-                    pad_token_id=tok.pad_token_id or tok.eos_token_id,
-                    **kw,
-                )
-                text = tok.decode(g[0, ids.shape[1] :].tolist(), skip_special_tokens=True)
-                cut = min([text.find(s) for s in task.stop if s in text] or [len(text)])
-                outs.append(text[:cut].strip())
-            ref.append(outs)
-    t_loop = time.perf_counter() - t0
-    same = sum(a == b for g, r in zip(got, ref, strict=True) for a, b in zip(g, r, strict=True))
-    total = sum(len(r) for r in ref)
+    def loop(kind: str):
+        outs = []
+        t0 = time.perf_counter()
+        with torch.no_grad(), ablate_heads(bridge, heads):
+            for task in tasks:
+                row = []
+                for it in task.items:
+                    ids = torch.tensor([tok(it.prompt)["input_ids"]])
+                    if kind == "bridge":
+                        g = bridge.generate(
+                            ids,
+                            max_new_tokens=task.max_new_tokens,
+                            do_sample=False,
+                            use_past_kv_cache=True,
+                            return_type="tokens",
+                            verbose=False,
+                        )
+                    else:
+                        g = loaded.hf_model.generate(
+                            ids,
+                            attention_mask=torch.ones_like(ids),
+                            do_sample=False,
+                            max_new_tokens=task.max_new_tokens,
+                            pad_token_id=tok.pad_token_id or tok.eos_token_id,
+                            **stop_kwargs(task.stop, tok),
+                        )
+                    text = tok.decode(g[0, ids.shape[1] :].tolist(), skip_special_tokens=True)
+                    row.append(cut(text, task.stop))
+                outs.append(row)
+        return outs, time.perf_counter() - t0
+
+    ref_b, t_bridge = loop("bridge")
+    ref_h, t_hf = loop("hf")
+    total = sum(len(r) for r in got)
+
+    def same(ref):
+        n = sum(a == b for g, r in zip(got, ref, strict=True) for a, b in zip(g, r, strict=True))
+        return f"{n}/{total}"
+
     res = {
         "model": info.name,
         "suite": suite,
         "tasks": [t.name for t in tasks],
         "items": total,
-        "engine_s": round(t_engine, 2),
-        "generate_loop_s": round(t_loop, 2),
-        "ratio": round(t_loop / t_engine, 2),
+        "ablated_heads": len(heads),
+        "engine_s": round(t_engine, 3),
+        "bridge_generate_loop_s": round(t_bridge, 3),
+        "hf_generate_loop_s": round(t_hf, 3),
+        "ratio_vs_bridge_generate": round(t_bridge / t_engine, 2),
+        "ratio_vs_hf_generate": round(t_hf / t_engine, 2),
         "engine_share_outside_forward": round(outside, 3),
-        "identical_answers": f"{same}/{total}",
+        "identical_answers_bridge": same(ref_b),
+        "identical_answers_hf": same(ref_h),
         "threads": torch.get_num_threads(),
     }
     print(json.dumps(res, indent=2))
