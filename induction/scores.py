@@ -676,11 +676,17 @@ def copying_scores(
 
 
 def _copy_share(logits: torch.Tensor) -> torch.Tensor:
-    z = logits - logits.mean(-1, keepdim=True)
-    diag = z.diagonal(dim1=-2, dim2=-1)
-    pos = z.clamp_min(0).amax(-1).clamp_min(1e-30)
-    neg = (-z).clamp_min(0).amax(-1).clamp_min(1e-30)
-    share = diag.clamp_min(0) / pos - (-diag).clamp_min(0) / neg
+    """Mean over source tokens of the signed, max-normalised logit of the attended token.
+
+    ``z = logits - mean`` is never materialised: its diagonal, max and min are the logits'
+    diagonal, max and min minus the row mean.
+    """
+    mean = logits.mean(-1)
+    lo, hi = torch.aminmax(logits, dim=-1)
+    diag = logits.diagonal(dim1=-2, dim2=-1) - mean
+    up = (hi - mean).clamp_min(1e-30)
+    down = (mean - lo).clamp_min(1e-30)
+    share = diag.clamp_min(0) / up - (-diag).clamp_min(0) / down
     return share.mean(-1)
 
 
