@@ -4,9 +4,11 @@
 scores where higher is better (F1, EM, accuracy) and ``ablated - clean`` for TVD. For each
 control head set the same drop is computed; ``ctrl_mean``/``ctrl_std`` (sample std, ddof=1)
 summarise them and ``z = (drop - ctrl_mean) / ctrl_std`` (NaN with fewer than 2 controls or
-zero spread). ``drop_se`` is the paired standard error of the drop over items; with several
-prompt seeds (``--prompt-seeds``) scores are averaged over seeds and ``seed_std`` is the
-standard deviation of the drop across seeds.
+zero spread); ``p_ctrl = (k + 1) / (n + 1)`` with ``k`` the controls whose drop is at least
+the target's (an empirical p-value that does not assume normal control drops). ``drop_se``
+is the paired standard error of the drop over items. With several prompt seeds
+(``--prompt-seeds``) scores are averaged over seeds and ``seed_std`` is the standard deviation
+of the drop across seeds.
 The ``MEAN`` row averages the generation tasks (F1/EM/number: the "mean F1 over tasks" of the
 source); its control spread is over per-control mean drops.
 """
@@ -37,12 +39,21 @@ COLUMNS = [
     "ctrl_mean",
     "ctrl_std",
     "z",
+    "p_ctrl",
     "ctrl_drops",
 ]
 
 
 def _drop(clean: float, other: float, higher_is_better: bool) -> float:
     return clean - other if higher_is_better else other - clean
+
+
+def p_ctrl(drop: float, ctrl: list[float]) -> float:
+    """Empirical one-sided p-value of the drop against the controls: ``(k + 1) / (n + 1)``,
+    ``k`` = controls whose drop is at least as large (NaN without controls)."""
+    if not ctrl:
+        return math.nan
+    return (sum(c >= drop for c in ctrl) + 1) / (len(ctrl) + 1)
 
 
 def _stats(drop: float, ctrl: list[float]) -> tuple[float, float, float]:
@@ -106,6 +117,7 @@ def build_report(run) -> pd.DataFrame:
                     "ctrl_mean": mean,
                     "ctrl_std": std,
                     "z": z,
+                    "p_ctrl": p_ctrl(drop, ctrl),
                     "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
                 }
             )
@@ -134,6 +146,7 @@ def build_report(run) -> pd.DataFrame:
                 "ctrl_mean": mean,
                 "ctrl_std": std,
                 "z": z,
+                "p_ctrl": p_ctrl(drop, ctrl),
                 "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
             }
         )
@@ -199,6 +212,7 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
         ("drop", "right"),
         ("controls", "right"),
         ("z", "right"),
+        ("p_ctrl", "right"),
     ]:
         table.add_column(col, justify=just)
     for r in df.itertuples():
@@ -222,6 +236,7 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
             f"{r.drop:+.3f}" + ("" if math.isnan(r.seed_std) else f" ± {r.seed_std:.3f}"),
             ctrl,
             z,
+            "-" if math.isnan(r.p_ctrl) else f"{r.p_ctrl:.2f}",
             style=style,
         )
     console.print(table)

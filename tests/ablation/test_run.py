@@ -77,6 +77,7 @@ def test_report_arithmetic():
     assert a.ctrl_mean == pytest.approx(0.5 / 3)  # drops 0.25, 0, 0.25
     std = np.std([0.25, 0, 0.25], ddof=1)
     assert a.ctrl_std == pytest.approx(std) and a.z == pytest.approx((0.5 - 0.5 / 3) / std)
+    assert a.p_ctrl == pytest.approx(1 / 4)  # no control drop reaches 0.5
     assert a.drop_se == pytest.approx(np.std([1, 1, 0, 0], ddof=1) / 2)
     rb = df.loc["rb"]
     assert rb["drop"] == pytest.approx(0.3)  # TVD: higher is worse, drop = ablated - clean
