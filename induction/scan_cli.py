@@ -71,6 +71,14 @@ def scan(
     ] = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            help="CPU threads for torch (default: 1 for zoo models, whose tiny matrices gain "
+            "nothing from more, else torch's; 1 is far faster on a busy machine).",
+        ),
+    ] = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Score every attention head on repeated random tokens and rank the induction heads."""
@@ -82,13 +90,21 @@ def scan(
         raise InputError(f"batch must be a positive integer, got {batch}")
     if top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
+    if threads is not None and threads < 1:
+        raise InputError(f"--threads must be >= 1, got {threads}")
     band = _parse_range(token_range) if token_range else None
     _check_outputs(model, out, plot, bar)
+
+    import torch
 
     from induction.io import write_table
     from induction.loading import load_model
 
+    if threads is not None:
+        torch.set_num_threads(threads)
     loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+    if threads is None and loaded.info.source == "zoo" and loaded.info.device.startswith("cpu"):
+        torch.set_num_threads(1)
     layer_list = _parse_layers(layers, loaded.info.n_layers) if layers else None
     from induction.scores import induction_scores
 

@@ -48,7 +48,7 @@ def test_scan_writes_table_figures_and_prints_top_heads(tiny_llama_dir, tmp_path
 def test_scan_parquet_subset_of_scores_and_tl_convention(tiny_llama_dir, tmp_path):
     out = tmp_path / "s.parquet"
     result = scan(
-        tiny_llama_dir, "--seq-len", 6, "--batch", 2, "--seeds", 1, "--no-loss",
+        tiny_llama_dir, "--seq-len", 6, "--batch", 2, "--seeds", 1, "--no-loss", "--threads", 1,
         "--scores", "induction,previous_token", "--convention", "tl_mul", "--layers", "1:2",
         "--out", out,
     )  # fmt: skip
@@ -82,6 +82,7 @@ def test_png_is_written_or_skipped_with_a_note(tiny_llama_dir, tmp_path):
         (["--convention", "abs"], ["unknown convention"]),
         (["--out", "x.xlsx"], ["unknown table format"]),
         (["--token-range", "5"], ["--token-range"]),
+        (["--threads", 0], ["--threads must be >= 1"]),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(tiny_llama_dir, args, fragments):
