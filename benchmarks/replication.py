@@ -73,7 +73,7 @@ class Settings:
 
     frac: float = 0.2  # share of heads ablated (ceil, as `induction ablate --frac`)
     top_n: int | None = None  # heads traced to ancestors; None: as many as are ablated
-    controls: int = 5  # random head sets per model
+    controls: int = 10  # random head sets per model
     n_items: int = 64  # items per zoo task
     prompt_seeds: tuple[int, ...] = (0,)  # task draws (the zoo suite's seed)
     tasks: tuple[str, ...] | None = None  # zoo suite tasks (None: all five)
@@ -313,6 +313,8 @@ def measure(ref: ModelRef, settings: Settings, progress: bool = False) -> Measur
         "ctrl_std": float(mean["ctrl_std"]),
         "z": float(mean["z"]),
         "excess": float(mean["drop"] - mean["ctrl_mean"]),
+        "rel_drop": _ratio(mean["drop"], mean["clean"]),
+        "ctrl_rel": _ratio(mean["ctrl_mean"], mean["clean"]),
         "ctrl_drops": mean["ctrl_drops"],
         "tvd_drop": float(tvd["drop"].iloc[0]) if len(tvd) else float("nan"),
         "tvd_ctrl_mean": float(tvd["ctrl_mean"].iloc[0]) if len(tvd) else float("nan"),
@@ -427,16 +429,28 @@ def family_summary(models: pd.DataFrame) -> pd.DataFrame:
                 "layer_pool": int(g["layer_pool"].iloc[0]),
                 "top_above": _mean(g["top_above"]),
                 "clean": _mean(g["clean"]),
+                "clean_std": _std(g["clean"]),
                 "drop": _mean(g["drop"]),
                 "drop_std": _std(g["drop"]),
                 "ctrl_mean": float(np.mean(pooled)) if pooled else float("nan"),
                 "ctrl_std": _std(pooled),
                 "excess": _mean(g["excess"]),
+                "rel_drop": _mean(_ratio(d, c) for d, c in zip(g["drop"], g["clean"])),
+                "rel_drop_std": _std(_ratio(d, c) for d, c in zip(g["drop"], g["clean"])),
+                "ctrl_rel": _mean(_ratio(d, c) for d, c in zip(g["ctrl_mean"], g["clean"])),
                 "z": _mean(g["z"]),
+                "z_seeds": ", ".join(_f(z, ".1f", signed=True) for z in g["z"]),
+                "z_ge2": int(sum(float(z) >= 2 for z in g["z"] if z == z)),
                 "source_drop": SOURCE_DROP[fam],
             }
         )
     return pd.DataFrame(rows)
+
+
+def _ratio(a, b) -> float:
+    """``a / b``; NaN when ``b`` is zero or missing (a model that solves nothing clean)."""
+    a, b = float(a), float(b)
+    return a / b if b == b and b > 0 else float("nan")
 
 
 def _nan0(v) -> float:
@@ -454,12 +468,19 @@ def verdict(families: pd.DataFrame) -> list[str]:
     fam = {r.family: r for r in families.itertuples(index=False)}
     for r in fam.values():
         spread = f" ± {r.drop_std:.3f}" if r.drop_std == r.drop_std else ""
-        beats = r.drop > r.ctrl_mean + (r.ctrl_std if r.ctrl_std == r.ctrl_std else 0.0)
+        if r.z_ge2 == r.seeds:
+            how = "clearly worse than random heads in every seed (z >= 2)"
+        elif r.z >= 1:
+            how = (
+                f"worse than random heads on average, but z >= 2 in only {r.z_ge2} of "
+                f"{r.seeds} seed(s)"
+            )
+        else:
+            how = "not distinguishable from random heads"
         out.append(
             f"{r.family}: ablating the top 20% heads drops the mean task score by "
             f"{r.drop:+.3f}{spread} over {r.seeds} seed(s) (source {r.source_drop:.2f}); random "
-            f"heads {r.ctrl_mean:+.3f} ± {r.ctrl_std:.3f}: "
-            + ("clearly worse than random." if beats else "not clearly worse than random.")
+            f"heads {r.ctrl_mean:+.3f} ± {r.ctrl_std:.3f}; z per seed {r.z_seeds}: {how}."
         )
     present = [f for f in FAMILIES if f in fam]
     if len(present) > 1:
@@ -491,6 +512,15 @@ def verdict(families: pd.DataFrame) -> list[str]:
             + " the source's ("
             + ", ".join(present)
             + ")."
+        )
+        out.append(
+            "Clean scores differ, and a drop cannot exceed the clean score: clean "
+            + ", ".join(f"{f} {fam[f].clean:.3f}" for f in present)
+            + "; relative to it the top-20% drop is "
+            + ", ".join(f"{f} {fam[f].rel_drop:.0%}" for f in present)
+            + " and random heads' "
+            + ", ".join(f"{f} {fam[f].ctrl_rel:.0%}" for f in present)
+            + "."
         )
     for f in present:
         r = fam[f]
@@ -545,6 +575,10 @@ def _pm(mean, std, spec: str = ".3f", signed: bool = True) -> str:
     return text if std is None or std != std else f"{text} ± {_f(std, spec)}"
 
 
+def _pct(v) -> str:
+    return "–" if v is None or v != v else f"{float(v):.0%}"
+
+
 def _flops(v) -> str:
     return "–" if v is None or v != v else f"{float(v):.2e}"
 
@@ -568,7 +602,7 @@ def markdown_tables(models: pd.DataFrame, families: pd.DataFrame) -> str:
         f"top-{top_n} ancestor heads (random)",
         "ancestor layers (random)",
         "clean",
-        "top-20% drop",
+        "top-20% drop (of clean)",
         "random heads drop",
         "z",
     ]
@@ -589,7 +623,7 @@ def markdown_tables(models: pd.DataFrame, families: pd.DataFrame) -> str:
                 f"{int(r.top_ancestors)} of {r.ancestor_pool} ({r.random_ancestors:.1f})",
                 f"{int(r.top_layers)} of {r.layer_pool} ({r.random_layers:.1f})",
                 _f(r.clean),
-                _f(r.drop, signed=True),
+                f"{_f(r.drop, signed=True)} ({_pct(_ratio(r.drop, r.clean))})",
                 _pm(r.ctrl_mean, r.ctrl_std),
                 _f(r.z, ".1f", signed=True),
             ]
@@ -598,8 +632,11 @@ def markdown_tables(models: pd.DataFrame, families: pd.DataFrame) -> str:
     fheader = [
         "family",
         "seeds",
+        "clean",
         "top-20% drop (mean ± sd over seeds)",
+        "relative",
         "random heads",
+        "random, relative",
         "source drop",
         "FLOPs vs dense",
         f"top-{top_n} ancestor heads (fewest, random)",
@@ -611,8 +648,11 @@ def markdown_tables(models: pd.DataFrame, families: pd.DataFrame) -> str:
             [
                 r.family,
                 str(r.seeds),
+                _pm(r.clean, r.clean_std, signed=False),
                 _pm(r.drop, r.drop_std),
+                _pct(r.rel_drop),
                 _pm(r.ctrl_mean, r.ctrl_std),
+                _pct(r.ctrl_rel),
                 f"{r.source_drop:.2f}",
                 _f(r.flops_vs_dense, ".2f"),
                 f"{_pm(r.top_ancestors, r.top_ancestors_std, '.1f', False)} of "
@@ -621,7 +661,29 @@ def markdown_tables(models: pd.DataFrame, families: pd.DataFrame) -> str:
                 f"{r.layer_pool} ({r.min_layers}, {r.random_layers:.1f})",
             ]
         )
-    return per_model + "\n\n" + _md(fheader, frows, "lrrrrrrr")
+    return per_model + "\n\n" + _md(fheader, frows, "lrrrrrrrrrr")
+
+
+def task_table(tasks: pd.DataFrame) -> str:
+    """Markdown: per family and task, the top-20% drop and the random heads' drop (means over
+    seeds), so one sees which abilities go."""
+    if tasks is None or tasks.empty or "family" not in tasks.columns:
+        return ""
+    t = tasks[tasks["task"] != "MEAN"]
+    names = list(dict.fromkeys(t["task"]))
+    header = ["family"] + [f"{n} ({t[t.task == n].metric.iloc[0]})" for n in names]
+    rows = []
+    for fam in [f for f in FAMILIES if f in set(t["family"])]:
+        g = t[t["family"] == fam]
+        cells = [fam]
+        for n in names:
+            x = g[g["task"] == n]
+            cells.append(
+                f"{_f(x['clean'].mean(), '.2f')} → {_f(x['drop'].mean(), '.2f', True)} "
+                f"(random {_f(x['ctrl_mean'].mean(), '.2f', True)})"
+            )
+        rows.append(cells)
+    return _md(header, rows, "l" + "r" * len(names))
 
 
 def figure(models: pd.DataFrame, families: pd.DataFrame, title: str | None = None):
@@ -786,12 +848,11 @@ def load_results(out_dir: str | Path = DEFAULT_OUT) -> Replication | None:
             if k in Settings.__dataclass_fields__
         }
     )
-    models = pd.DataFrame(data["models"]).astype({"ctrl_drops": str})
-    families = pd.DataFrame(data["families"])
+    models = pd.DataFrame(data["models"]).astype({"ctrl_drops": str}).fillna(np.nan)
     return Replication(
-        models=models.fillna(np.nan),
+        models=models,
         tasks=tasks,
-        families=families.fillna(np.nan),
+        families=family_summary(models),  # recomputed: summaries added later apply too
         settings=settings,
         sentences=data.get("sentences", {}),
         seconds=float(data.get("seconds") or 0.0),
@@ -810,8 +871,9 @@ def readme_block(rep: Replication, figure_path: str = "benchmarks/results/replic
     lines = [
         README_START,
         "Generated by `python benchmarks/replication.py --readme README.md` "
-        f"({n} models, {rep.seconds / 60:.0f} min on this 2-core machine; `--fast` for reduced "
-        "settings). Outputs in `benchmarks/results/` (CSV, JSON, HTML figure).",
+        f"({n} models, {rep.seconds / 60:.0f} min on 2 CPU cores shared with other jobs; "
+        "`--fast` for reduced settings). Outputs in `benchmarks/results/` (CSV, JSON, HTML "
+        "figure).",
         "",
         f"Settings: top {s.frac:.0%} heads by induction score zeroed, {s.controls} random-head "
         f"controls per model, {s.n_items} items per task ({tasks}), prompt seed(s) "
@@ -823,6 +885,11 @@ def readme_block(rep: Replication, figure_path: str = "benchmarks/results/replic
         f"![replication figure]({figure_path})",
         "",
         rep.markdown(),
+        "",
+        "Per task (mean over seeds): clean score → drop with the top 20% ablated (random heads' "
+        "drop); RegBench is TVD (lower is better, drop = increase) and next-letter accuracy.",
+        "",
+        task_table(rep.tasks),
         "",
         *[f"- {line}" for line in verdict(rep.families)],
         README_END,
@@ -857,7 +924,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--n-items", type=int, default=None)
     ap.add_argument("--top", type=int, default=None, help="heads traced to ancestors")
     ap.add_argument("--tied", action="store_true", help="looped: ablate tied across passes")
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: the zoo models are tiny, and on a busy 2-core "
+        "machine two threads made every matmul ~50x slower); 0 keeps torch's default",
+    )
     ap.add_argument("--out-dir", default=str(DEFAULT_OUT))
     ap.add_argument("--no-png", action="store_true")
     ap.add_argument("--progress", action="store_true")
@@ -865,7 +938,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--from-results",
         action="store_true",
-        help="do not measure: reuse --out-dir's replication.json (with --readme)",
+        help="do not measure: rewrite outputs (and --readme) from --out-dir's replication.json",
     )
     args = ap.parse_args(argv)
     if args.threads:
@@ -885,6 +958,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if rep is None:
             print(f"error: no replication.json in {args.out_dir}", file=sys.stderr)
             return 2
+        for path in write_outputs(rep, args.out_dir, png=not args.no_png):
+            print(f"wrote {path}", file=sys.stderr)
         if args.readme:
             print(f"wrote {update_readme(args.readme, rep)}", file=sys.stderr)
         print(rep.markdown())

@@ -68,6 +68,9 @@ def test_notebook_runs(path: Path, kernel_manager_factory, tmp_path, monkeypatch
     monkeypatch.setenv("INDUCTION_NOTEBOOK_FAST", "1")
     monkeypatch.setenv("INDUCTION_NOTEBOOK_OUT", str(tmp_path))
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+    # One intra-op thread: the zoo models are tiny, and on a 2-core machine shared with other
+    # processes two OpenMP threads made each matmul ~50x slower (spin-waiting; measured here).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
