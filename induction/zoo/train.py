@@ -265,9 +265,8 @@ def train(
     for dist in (20, cfg.repeat_len, 50):
         s = induction_head_scores(model, dist, batch=32, seed=12345)
         card[f"max_induction_d{dist}"] = round(float(s.max()), 4)
-    card["heads_above_0.4_d32"] = int(
-        (induction_head_scores(model, cfg.repeat_len, batch=32, seed=12345) >= 0.4).sum()
-    )
+        if dist == cfg.repeat_len:
+            card[f"heads_above_0.4_d{dist}"] = int((s >= 0.4).sum())
     if initial is not None:
         card["initial_checkpoint"] = INITIAL_DIR
         card["initial_step"] = initial[1]
