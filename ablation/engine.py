@@ -192,7 +192,7 @@ class Engine:
         return prep.means[key]
 
     # ------------------------------------------------------------------ evaluation
-    @torch.no_grad()
+    @torch.inference_mode()
     def evaluate(self, prep: Prepared, ablation: HeadAblation | None = None, on_batch=None) -> dict:
         """Scores of one task: ``{"scores": {metric: mean}, "items": [per-item primary]}``
         plus ``"predictions"`` for generation tasks."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,21 +55,14 @@ class RunResult:
 def compute_scores(
     loaded,
     score: str = "induction",
-    seed: int = 0,
     progress: bool = False,
     cache_dir: str | Path | None = None,
 ) -> pd.DataFrame:
     """Detector scores per head (``induction.scores.induction_scores`` with its defaults, only
-    the column used for ranking); a minimal repeated-random-token induction score stands in
-    while that module is missing. With ``cache_dir`` the scores are kept beside the result
+    the column used for ranking). With ``cache_dir`` the scores are kept beside the result
     cache so a resumed run ranks heads identically without rescoring."""
-    try:
-        from induction.scores import SCORES, induction_scores
-    except ImportError:
-        warnings.warn(
-            "induction.scores is missing; using ablation's fallback induction score", stacklevel=2
-        )
-        return fallback_induction_scores(loaded, seed=seed)
+    from induction.scores import SCORES, induction_scores
+
     if score not in SCORES:
         raise InputError(f"unknown score {score!r}; available: {', '.join(SCORES)}")
     cached = None
@@ -83,36 +75,6 @@ def compute_scores(
         from induction.io import write_table
 
         write_table(df[[c for c in ("layer", "head", score) if c in df.columns]], cached)
-    return df
-
-
-def fallback_induction_scores(
-    loaded, seq_len: int | None = None, batch: int = 16, seed: int = 0
-) -> pd.DataFrame:
-    """ARENA-style induction score: ``[BOS] r r`` prompts, mean attention from each
-    second-copy token to the token after its first occurrence."""
-    import torch
-
-    info, bridge = loaded.info, loaded.bridge
-    lo, hi = info.ordinary_token_range
-    t = seq_len or min(info.default_repeat_len, (info.n_ctx - 1) // 2)
-    g = torch.Generator().manual_seed(seed)
-    r = torch.randint(lo, hi, (batch, t), generator=g)
-    bos = info.bos_token_id if info.bos_token_id is not None else lo
-    toks = torch.cat([torch.full((batch, 1), bos), r, r], 1).to(bridge.cfg.device)
-    names = [f"blocks.{layer}.attn.hook_pattern" for layer in range(info.n_layers)]
-    with torch.no_grad():
-        _, cache = bridge.run_with_cache(toks, names_filter=lambda n: n in names)
-    rows = []
-    q = torch.arange(1 + t, 1 + 2 * t)
-    for layer in range(info.n_layers):
-        pat = cache[names[layer]]  # [b, h, q, k]
-        sc = pat[:, :, q, q - t + 1].mean(dim=(0, 2))
-        rows += [
-            {"layer": layer, "head": h, "induction": float(sc[h])} for h in range(info.n_heads)
-        ]
-    df = pd.DataFrame(rows)
-    df["rank"] = df["induction"].rank(ascending=False, method="first").astype(int)
     return df
 
 
@@ -145,7 +107,7 @@ def plan_heads(
             target = sorted({(_first_pass(unrolled, la), h) for la, h in target})
     else:
         if scores is None:
-            scores = compute_scores(loaded, score=score, seed=seed, cache_dir=cache_dir)
+            scores = compute_scores(loaded, score=score, cache_dir=cache_dir)
         table = tied_scores(scores, unrolled) if tied else scores
         target = top_frac(table, frac, score)
         selection = f"top {frac:g} by {score} ({len(target)} of {len(table)} heads)"

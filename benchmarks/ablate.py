@@ -1,6 +1,7 @@
 """Benchmark: the ablation engine vs per-example ``generate`` loops on the same items.
 
-    python benchmarks/ablate.py [MODEL] [--suite S] [--tasks 4] [--n-items 32] [--threads 1]
+    python benchmarks/ablate.py [MODEL] [--suite S] [--tasks 4] [--n-items 32] [--runs 3]
+                                [--threads 1]
 
 All three decode greedily with a KV cache, with the same heads zero-ablated (the top
 ``--frac`` by induction score, hooks on ``blocks.{l}.attn.hook_z``), and must produce the same
@@ -13,15 +14,21 @@ answers (checked):
 - ``hf_generate``: the wrapped HF model's ``generate`` once per prompt inside ``ablate_heads``
   (stop tokens as extra EOS ids or ``stop_strings``).
 
-Reported: seconds for each, the ratios, and the engine's share of time outside model forward
-passes (tokenising, padding, stop checks, Python). On a busy 2-core machine pass
-``--threads 1``: two OpenMP threads competing with other processes run ~100x slower.
+The three are timed in interleaved rounds (``--runs``, default 3) and each figure is the
+median over rounds; ratios are also given per round (median of the per-round ratios), which
+resists load drift from other processes. Reported: seconds for each, the ratios, the engine's
+share of time outside model forward passes (tokenising, padding, stop checks, Python) and its
+split between prefill and decoding forwards (prefill costs the same FLOPs batched or not, so a
+large prefill share bounds what batching can gain on a compute-bound CPU). On a busy 2-core
+machine pass ``--threads 1``: two OpenMP threads competing with other processes run ~100x
+slower.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 
 import torch
@@ -51,6 +58,7 @@ def main() -> None:
     ap.add_argument("--n-items", type=int, default=32)
     ap.add_argument("--frac", type=float, default=0.2)
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--runs", type=int, default=3, help="interleaved rounds (median)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None, help="also write the numbers to this file")
     args = ap.parse_args()
@@ -77,16 +85,28 @@ def main() -> None:
     engine = Engine(bridge, tok, batch_size=args.batch_size)  # also enables the KV cache fix
     preps = [engine.prepare(t) for t in tasks]
     engine.evaluate(preps[0], HeadAblation(heads))  # warm-up
-    engine.timer.forward_s = engine.timer.total_s = 0.0
 
-    t0 = time.perf_counter()
-    got = [engine.evaluate(p, HeadAblation(heads))["predictions"] for p in preps]
-    t_engine = time.perf_counter() - t0
-    outside = 1 - engine.timer.forward_s / t_engine
+    prefill_s = decode_s = 0.0
+    plain_forward = engine._forward
+
+    def split_forward(**kw):  # attribute each engine forward to prefill or decoding
+        nonlocal prefill_s, decode_s
+        t = time.perf_counter()
+        out = plain_forward(**kw)
+        dt = time.perf_counter() - t
+        if kw["input_ids"].shape[1] > 1:
+            prefill_s += dt
+        else:
+            decode_s += dt
+        return out
+
+    engine._forward = split_forward
+
+    def run_engine():
+        return [engine.evaluate(p, HeadAblation(heads))["predictions"] for p in preps]
 
     def loop(kind: str):
         outs = []
-        t0 = time.perf_counter()
         with torch.no_grad(), ablate_heads(bridge, heads):
             for task in tasks:
                 row = []
@@ -113,11 +133,29 @@ def main() -> None:
                     text = tok.decode(g[0, ids.shape[1] :].tolist(), skip_special_tokens=True)
                     row.append(cut(text, task.stop))
                 outs.append(row)
-        return outs, time.perf_counter() - t0
+        return outs
 
-    ref_b, t_bridge = loop("bridge")
-    ref_h, t_hf = loop("hf")
+    times: dict[str, list[float]] = {"engine": [], "bridge": [], "hf": []}
+    forward_s = []
+    for _ in range(args.runs):
+        engine.timer.forward_s = 0.0
+        t0 = time.perf_counter()
+        got = run_engine()
+        times["engine"].append(time.perf_counter() - t0)
+        forward_s.append(engine.timer.forward_s)
+        for kind in ("bridge", "hf"):
+            t0 = time.perf_counter()
+            ref = loop(kind)
+            times[kind].append(time.perf_counter() - t0)
+            if kind == "bridge":
+                ref_b = ref
+            else:
+                ref_h = ref
     total = sum(len(r) for r in got)
+    med = {k: statistics.median(v) for k, v in times.items()}
+
+    def paired(kind: str) -> float:
+        return statistics.median(b / e for b, e in zip(times[kind], times["engine"], strict=True))
 
     def same(ref):
         n = sum(a == b for g, r in zip(got, ref, strict=True) for a, b in zip(g, r, strict=True))
@@ -129,12 +167,18 @@ def main() -> None:
         "tasks": [t.name for t in tasks],
         "items": total,
         "ablated_heads": len(heads),
-        "engine_s": round(t_engine, 3),
-        "bridge_generate_loop_s": round(t_bridge, 3),
-        "hf_generate_loop_s": round(t_hf, 3),
-        "ratio_vs_bridge_generate": round(t_bridge / t_engine, 2),
-        "ratio_vs_hf_generate": round(t_hf / t_engine, 2),
-        "engine_share_outside_forward": round(outside, 3),
+        "runs": args.runs,
+        "engine_s": round(med["engine"], 3),
+        "bridge_generate_loop_s": round(med["bridge"], 3),
+        "hf_generate_loop_s": round(med["hf"], 3),
+        "ratio_vs_bridge_generate": round(med["bridge"] / med["engine"], 2),
+        "ratio_vs_hf_generate": round(med["hf"] / med["engine"], 2),
+        "ratio_vs_bridge_generate_paired": round(paired("bridge"), 2),
+        "ratio_vs_hf_generate_paired": round(paired("hf"), 2),
+        "engine_share_outside_forward": round(
+            1 - statistics.median(f / e for f, e in zip(forward_s, times["engine"])), 3
+        ),
+        "engine_forward_share_prefill": round(prefill_s / (prefill_s + decode_s), 3),
         "identical_answers_bridge": same(ref_b),
         "identical_answers_hf": same(ref_h),
         "threads": torch.get_num_threads(),

@@ -582,7 +582,7 @@ def _scan(
 
     starts = list(range(0, n_rows, chunk))
     advance = bar.task(len(starts), "scanning heads")
-    with torch.no_grad(), bridge.hooks(fwd_hooks=hooks):
+    with torch.inference_mode(), bridge.hooks(fwd_hooks=hooks):
         for start in starts:
             rows = slice(start, min(start + chunk, n_rows))
             state["rows"] = rows

@@ -51,3 +51,21 @@ def tiny_llama_dir(tmp_path_factory) -> Path:
 def tiny_llama_factory():
     """``make_tiny_llama`` as a fixture (conftest modules are not importable by tests)."""
     return make_tiny_llama
+
+
+def _check_one_line_error(result, *fragments: str) -> str:
+    """Assert a CLI result failed the workbench way: exit 2, one ``error: ...`` line on
+    stderr naming each fragment, no traceback. Returns that line."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.fixture(scope="session")
+def one_line_error():
+    """The CLI error check (``one_line_error(result, *fragments) -> line``) as a fixture."""
+    return _check_one_line_error

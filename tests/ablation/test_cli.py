@@ -22,21 +22,12 @@ def ablate(*args):
     return runner.invoke(app, ["ablate", *map(str, args)])
 
 
-def one_line_error(result, *fragments):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    assert "Traceback" not in result.output
-
-
 @pytest.mark.parametrize("frac", ["0", "-0.5", "1.01"])
-def test_bad_frac(frac, tiny_llama_dir):
+def test_bad_frac(frac, tiny_llama_dir, one_line_error):
     one_line_error(ablate(tiny_llama_dir, "--frac", frac), "--frac must be in (0, 1]")
 
 
-def test_bad_task_files(tmp_path, tiny_llama_dir):
+def test_bad_task_files(tmp_path, tiny_llama_dir, one_line_error):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     one_line_error(ablate(tiny_llama_dir, "--suite", empty), "empty")
@@ -45,7 +36,7 @@ def test_bad_task_files(tmp_path, tiny_llama_dir):
     one_line_error(ablate(tiny_llama_dir, "--suite", bad), "bad.jsonl:1")
 
 
-def test_bad_suite_shots_data_heads_mode(tmp_path, tiny_llama_dir):
+def test_bad_suite_shots_data_heads_mode(tmp_path, tiny_llama_dir, one_line_error):
     one_line_error(ablate(tiny_llama_dir, "--suite", "nope"), "unknown suite")
     one_line_error(
         ablate(tiny_llama_dir, "--suite", "words", "--task", "day_successor", "--shots", 9),
@@ -115,7 +106,7 @@ def test_interrupted_run_leaves_no_report_and_resumes(tiny_llama_dir, tmp_path, 
     assert len(pd.read_csv(out)) == 3
 
 
-def test_mean_mode_explicit_heads_and_user_tasks(tiny_llama_dir, tmp_path):
+def test_mean_mode_explicit_heads_and_user_tasks(tiny_llama_dir, tmp_path, one_line_error):
     f = tmp_path / "t.jsonl"
     f.write_text("".join(json.dumps({"input": f"w{i}", "output": f"w{i + 1}"}) + "\n"
                          for i in range(20)))  # fmt: skip

@@ -16,15 +16,6 @@ def scan(*args):
     return runner.invoke(app, ["scan", *map(str, args)])
 
 
-def one_line_error(result, *fragments):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    assert "Traceback" not in result.output
-
-
 def test_scan_writes_table_figures_and_prints_top_heads(tiny_llama_dir, tmp_path):
     out, plot, bar = tmp_path / "s.csv", tmp_path / "h.html", tmp_path / "b.html"
     result = scan(
@@ -85,11 +76,11 @@ def test_png_is_written_or_skipped_with_a_note(tiny_llama_dir, tmp_path):
         (["--threads", 0], ["--threads must be >= 1"]),
     ],
 )
-def test_bad_arguments_exit_2_with_one_line(tiny_llama_dir, args, fragments):
+def test_bad_arguments_exit_2_with_one_line(tiny_llama_dir, args, fragments, one_line_error):
     one_line_error(scan(tiny_llama_dir, "--no-loss", *args), *fragments)
 
 
-def test_unreadable_model_exit_2(tmp_path):
+def test_unreadable_model_exit_2(tmp_path, one_line_error):
     one_line_error(scan(tmp_path / "missing-model"), "no such file or folder")
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -97,7 +88,7 @@ def test_unreadable_model_exit_2(tmp_path):
     one_line_error(scan(broken), "not valid JSON")
 
 
-def test_output_equal_to_an_input_is_refused(tiny_llama_dir, tmp_path):
+def test_output_equal_to_an_input_is_refused(tiny_llama_dir, tmp_path, one_line_error):
     one_line_error(scan(tiny_llama_dir, "--out", tiny_llama_dir / "scores.csv"), "is an input")
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
@@ -107,7 +98,7 @@ def test_output_equal_to_an_input_is_refused(tiny_llama_dir, tmp_path):
     one_line_error(scan(tiny_llama_dir, "--plot", same, "--bar", same), "different files")
 
 
-def test_default_model_is_the_grown_zoo_model():
+def test_default_model_is_the_grown_zoo_model(one_line_error):
     result = scan("--help")
     assert result.exit_code == 0
     assert "grown" in result.stdout

@@ -35,13 +35,6 @@ def run(*args):
     return result
 
 
-def one_line_error(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
-
-
 def test_summary_and_exports(grown_dir, scores_csv, tmp_path):
     exports = [tmp_path / f"g.{ext}" for ext in ("graphml", "gexf", "json", "dot", "html")]
     args = ["lineage", grown_dir, "--scores", scores_csv, "--top", "6", "--out", tmp_path / "a.csv"]
@@ -87,7 +80,7 @@ def test_scan_now_and_initial_model(grown_dir):
     assert all(a["ancestor_score"] is not None for a in data["ancestors"])
 
 
-def test_infer_without_log_and_agreement(grown_dir, scores_csv, tmp_path):
+def test_infer_without_log_and_agreement(grown_dir, scores_csv, tmp_path, one_line_error):
     bare = tmp_path / "bare"
     shutil.copytree(grown_dir, bare)
     (bare / "duplication_log.json").unlink()
@@ -137,7 +130,7 @@ def _bad_logs(grown_dir):
     ]
 
 
-def test_bad_logs_exit_2_with_one_line(grown_dir, scores_csv, tmp_path):
+def test_bad_logs_exit_2_with_one_line(grown_dir, scores_csv, tmp_path, one_line_error):
     for k, (data, message) in enumerate(_bad_logs(grown_dir)):
         path = tmp_path / f"bad{k}.json"
         path.write_text(data if isinstance(data, str) else json.dumps(data))
@@ -145,7 +138,7 @@ def test_bad_logs_exit_2_with_one_line(grown_dir, scores_csv, tmp_path):
         assert message in error, (k, error)
 
 
-def test_bad_inputs_exit_2(grown_dir, scores_csv, tmp_path):
+def test_bad_inputs_exit_2(grown_dir, scores_csv, tmp_path, one_line_error):
     cases = [
         (["--export", tmp_path / "g.svg"], "unknown suffix '.svg'"),
         (["--out", scores_csv], "refusing to write"),
@@ -191,7 +184,7 @@ def test_grow_preset_and_mergekit(grown_dir, tmp_path):
     assert result.exit_code == 0, result.output
 
 
-def test_grow_errors_exit_2(grown_dir, tmp_path):
+def test_grow_errors_exit_2(grown_dir, tmp_path, one_line_error):
     config = tmp_path / "bad.yml"
     config.write_text(
         yaml.safe_dump(
@@ -242,7 +235,7 @@ def test_console_script_bad_log_one_line(grown_dir, scores_csv, tmp_path):
     ]
 
 
-def test_looped_checkpoint_passes_map_to_the_block(tiny_llama_factory, tmp_path):
+def test_looped_checkpoint_passes_map_to_the_block(tiny_llama_factory, tmp_path, one_line_error):
     from induction.zoo.looped import LoopPlan
 
     folder = tiny_llama_factory(tmp_path / "looped", n_layers=2)
