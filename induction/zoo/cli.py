@@ -28,18 +28,29 @@ def train_command(
     threads: int = typer.Option(
         1, "--threads", help="CPU threads; the same seed and thread count give the same weights."
     ),
+    grow_at: str = typer.Option(
+        None,
+        "--grow-at",
+        help="grown only: comma-separated fractions of the steps, one LIDAS growth event each "
+        "(default 0.4: 4 -> 8 layers; '0.25,0.5': 4 -> 8 -> 12). Each waits for a formed head.",
+    ),
 ) -> None:
     """Train one zoo model from scratch with a progress bar and write it as a checkpoint folder."""
     from rich.console import Console
 
-    from induction.zoo.train import FAMILIES, ZooTrainConfig, train
+    from induction.zoo.train import FAMILIES, ZooTrainConfig, train, zoo_model_name
 
     if family not in FAMILIES:
         raise InputError(f"unknown zoo family {family!r}; use one of {', '.join(FAMILIES)}")
-    out = out or Path("zoo") / f"{family}-s{seed}"
+    cfg = ZooTrainConfig(family=family, seed=seed, threads=threads)
+    if grow_at is not None:
+        if family != "grown":
+            raise InputError("--grow-at applies to the grown family only")
+        cfg.grow_at = _fractions(grow_at)
+        cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
+    out = out or Path("zoo") / zoo_model_name(cfg)
     if out.exists() and any(out.iterdir()):
         raise InputError(f"{out} already exists and is not empty; pass another --out")
-    cfg = ZooTrainConfig(family=family, seed=seed, threads=threads)
     if steps is not None:
         if steps <= 0:
             raise InputError("--steps must be positive")
@@ -54,3 +65,15 @@ def train_command(
         f"{score}, FLOPs {card['train_flops']:.3g} "
         f"({card['flops_vs_dense']}x dense) -> {out}"
     )
+
+
+def _fractions(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        values = ()
+    if not values or any(not 0 <= v < 1 for v in values) or list(values) != sorted(set(values)):
+        raise InputError(
+            f"--grow-at takes increasing fractions in [0, 1) separated by commas, got {text!r}"
+        )
+    return values

@@ -3,9 +3,15 @@ the same token budget.
 
 - ``dense``: 8 layers from the start.
 - ``grown``: one 4-layer block (the LIDAS start), grown by LIDAS (block 4) to 8 layers,
-  ``abcd -> ab abcd cd``. Growth waits until the initial network has formed an induction head
-  (copying layers before any head exists gave nothing), at the earliest at ``grow_at`` of the
-  steps.
+  ``abcd -> ab abcd cd``; one growth event per entry of ``grow_at`` (two give 12 layers,
+  ``ab ab abcd cd cd``, each initial layer in three copies). Growth waits until the
+  initial network has formed an induction head (copying layers before any head exists gave
+  nothing), at the earliest at ``grow_at[0]`` of the steps; when formation delays it, the
+  later events keep their planned distance from the first (stage ``i`` at
+  ``max(grow_at[i] * steps, first + (grow_at[i] - grow_at[0]) * steps)``) so that every
+  stage trains before the next copies it. ``depth`` should equal
+  ``initial_depth + grow_block * len(grow_at)``: it is the dense model the FLOPs are compared
+  with.
 - ``looped``: a 2-layer block run 4 times (shared weights).
 
 Induction heads are measured every ``eval_every`` steps (the max over heads of the stripe score
@@ -86,6 +92,12 @@ class ZooTrainConfig:
     )
 
 
+def zoo_model_name(cfg: ZooTrainConfig) -> str:
+    """``grown-s0``; a depth other than the zoo's 8 is spelled out: ``grown12-s0``."""
+    depth = "" if cfg.depth == 8 else str(cfg.depth)
+    return f"{cfg.family}{depth}-s{cfg.seed}"
+
+
 def build_model(cfg: ZooTrainConfig, n_layers: int):
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -161,6 +173,14 @@ def train(
         from induction.errors import InputError
 
         raise InputError(f"unknown zoo family {cfg.family!r}; use one of {', '.join(FAMILIES)}")
+    if cfg.family == "grown" and cfg.depth != cfg.initial_depth + cfg.grow_block * len(cfg.grow_at):
+        from induction.errors import InputError
+
+        raise InputError(
+            f"a grown model with {len(cfg.grow_at)} growth event(s) ends at "
+            f"{cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)} layers, not depth "
+            f"{cfg.depth}; set depth to match"
+        )
     torch.set_num_threads(cfg.threads)
     rng = np.random.default_rng(cfg.seed)
     corpus = CorpusConfig(
@@ -197,7 +217,7 @@ def train(
         if (
             log is not None
             and len(log.events) < len(grow_steps)
-            and step >= grow_steps[len(log.events)]
+            and step >= _growth_step(grow_steps, log)
             and formed_at is not None
         ):
             if not log.events:  # the initial network as it was when growth began
@@ -246,7 +266,7 @@ def train(
     elapsed = time.time() - start
 
     card = {
-        "name": f"{cfg.family}-s{cfg.seed}",
+        "name": zoo_model_name(cfg),
         "family": cfg.family,
         "seed": cfg.seed,
         "effective_depth": len(decoder_layers(model)),
@@ -275,6 +295,15 @@ def train(
         if initial is not None:
             _save_initial(initial[0], Path(out) / INITIAL_DIR, cfg, step=initial[1])
     return model, card
+
+
+def _growth_step(planned: list[int], log: DuplicationLog) -> int:
+    """Earliest step of the next growth event: as planned, but never closer to the first
+    (actual) event than planned, so a late first growth shifts the later stages."""
+    i = len(log.events)
+    if i == 0:
+        return planned[0]
+    return max(planned[i], log.events[0].step + planned[i] - planned[0])
 
 
 def _save_initial(model, folder: Path, cfg: ZooTrainConfig, step: int) -> None:

@@ -2,11 +2,13 @@
 
 import json
 
+import pytest
 import torch
 from typer.testing import CliRunner
 
 from induction import load_model
 from induction.cli import app
+from induction.errors import InputError
 from induction.zoo.train import ZooTrainConfig, train
 
 
@@ -41,6 +43,25 @@ def test_grown_model_grows_after_formation_and_reloads(tmp_path):
         )
 
 
+def test_two_growth_stages_keep_their_spacing_when_formation_is_late(tmp_path):
+    # Planned at steps 1 and 3; the first check (step 4) finds a head ("formed" at threshold
+    # 0), so the first event moves to step 4 and the second keeps its distance: step 6.
+    cfg = tiny("grown", formed_threshold=0.0, grow_at=(0.1, 0.3), depth=12, steps=12, max_steps=12)
+    cfg.eval_every = 4
+    _, card = train(cfg, out=tmp_path / "g12", progress=False)
+    assert card["name"] == "grown12-s0" and card["effective_depth"] == 12
+    log = load_model(str(tmp_path / "g12"), device="cpu").lineage
+    assert [e.step for e in log.events] == [4, 6]
+    assert log.depths() == [4, 8, 12]
+    # LIDAS twice: ab abcd cd -> ab ab abcd cd cd; every initial layer has three copies
+    assert [log.ancestor_of(layer) for layer in range(12)] == [0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3]
+
+
+def test_grown_depth_must_match_the_growth_events():
+    with pytest.raises(InputError, match="ends at 12 layers, not depth 8"):
+        train(tiny("grown", grow_at=(0.25, 0.5)), progress=False)
+
+
 def test_looped_model_saves_block_once(tmp_path):
     _, card = train(tiny("looped"), out=tmp_path / "l", progress=False)
     config = json.loads((tmp_path / "l" / "config.json").read_text())
@@ -60,3 +81,11 @@ def test_cli_trains_and_refuses_bad_input(tmp_path):
     assert result.exit_code == 2 and "already exists" in result.output
     result = runner.invoke(app, ["zoo", "train", "recurrent", "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "unknown zoo family" in result.output
+    for args, message in (
+        (["dense", "--grow-at", "0.3"], "grown family only"),
+        (["grown", "--grow-at", "0.5,0.2"], "increasing fractions"),
+        (["grown", "--grow-at", "1.5"], "increasing fractions"),
+        (["grown", "--grow-at", "x"], "increasing fractions"),
+    ):
+        result = runner.invoke(app, ["zoo", "train", *args, "--out", str(tmp_path / "y")])
+        assert result.exit_code == 2 and message in result.output, result.output
