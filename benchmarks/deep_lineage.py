@@ -1,0 +1,152 @@
+"""Do the strongest heads of a multi-stage grown model descend from few initial heads?
+
+    python benchmarks/deep_lineage.py                      # shipped grown12-s* and grown-s*
+    python benchmarks/deep_lineage.py zoo/grown12-s0 --top 12 --json out.json
+
+The source's claim (RESEARCH.md): in a 3B LIDAS model, 10 of the 12 strongest induction heads
+descend from two ancestors in the initial 4-layer network. After the zoo's single 4 -> 8
+growth every initial head has exactly two descendants; after two LIDAS stages (4 -> 8 -> 12,
+``induction zoo train grown --grow-at 0.25,0.5 --steps 2200``) every one has three, so one
+ancestor's descendants can fill more of the top. For each model, with the public APIs
+(:func:`induction.scores.induction_scores`, :func:`lineage.trace`):
+
+- the top ``n`` heads by induction score (3 prompt seeds x 32 prompts, repeat length 32), for
+  each ``n`` of ``--top`` (default 12, the source's, and 7, the zoo's top 20% of 32 heads);
+- how many distinct initial heads and initial layers they descend from, the fewest possible
+  (``ceil(n / descendants per ancestor)``) and the mean for ``n`` random heads (Monte Carlo,
+  ``--samples`` draws, seed 0; :func:`replication.ancestor_counts`);
+- the lineage summary sentence (the fewest ancestors holding 80% of the top heads) and how
+  many of those ancestors were already induction heads (>= 0.4) in the shipped pre-growth
+  network (``initial/``), scanned at its own repeat length.
+
+Prints a markdown table; ``--json`` also writes every figure (atomically).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from replication import ancestor_counts  # noqa: E402
+
+MODELS = Path(__file__).resolve().parents[1] / "induction" / "zoo" / "models"
+
+
+def default_models() -> list[Path]:
+    found = sorted(MODELS.glob("grown12-s*")) + sorted(MODELS.glob("grown-s*"))
+    return [p for p in found if (p / "config.json").is_file()]
+
+
+def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
+    import lineage
+    from induction import load_model
+    from induction.scores import induction_scores
+
+    loaded = load_model(str(folder), device="cpu")
+    card = loaded.card or {}
+    scores = induction_scores(loaded, scores="induction", progress=False)
+    rows = []
+    for n in tops:
+        result = lineage.trace(loaded, scores=scores, top=n)
+        anc = result.ancestry
+        prim = anc[anc["primary"]]
+        primary = {
+            (int(r.layer), int(r.head)): (int(r.ancestor_layer), int(r.ancestor_head))
+            for r in prim.itertuples()
+        }
+        s = result.summary
+        top = [(int(r.layer), int(r.head)) for r in s.top.itertuples()]
+        counts = ancestor_counts(primary, top, samples)
+        headline = s.ancestors[s.ancestors["ancestor"].isin(s.headline_ancestors)]
+        was_induction = (
+            int(headline["was_induction_head"].fillna(False).astype(bool).sum())
+            if "was_induction_head" in headline
+            else None
+        )
+        rows.append(
+            {
+                "model": folder.name,
+                "depths": " -> ".join(map(str, result.lineage.depths)),
+                "growth_steps": [t.step for t in result.lineage.transitions],
+                "formed_at_step": card.get("formed_at_step"),
+                "max_induction": float(scores["induction"].max()),
+                "heads_above_0.4": int((scores["induction"] >= 0.4).sum()),
+                "top_n": n,
+                "top_above_0.4": s.n_top_above,
+                **counts,
+                "headline_heads": s.headline_heads,
+                "headline_ancestors": list(s.headline_ancestors),
+                "headline_were_induction": was_induction,
+                "sentence": s.sentence,
+            }
+        )
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    head = (
+        "| model | layers | top n (>= 0.4) | ancestor heads (fewest, random) | "
+        "ancestor layers (fewest, random) | headline: heads from ancestors | "
+        "headline ancestors already induction heads |\n|---|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    for r in rows:
+        was = r["headline_were_induction"]
+        n_headline = len(r["headline_ancestors"])
+        lines.append(
+            f"| {r['model']} | {r['depths']} | {r['top_n']} ({r['top_above_0.4']}) | "
+            f"{r['top_ancestors']} of {r['ancestor_pool']} ({r['min_ancestors']}, "
+            f"{r['random_ancestors']:.1f}) | {r['top_layers']} of {r['layer_pool']} "
+            f"({r['min_layers']}, {r['random_layers']:.1f}) | {r['headline_heads']} of "
+            f"{r['top_n']} from {n_headline} ({', '.join(r['headline_ancestors'])}) | "
+            f"{'-' if was is None else f'{was} of {n_headline}'} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("models", nargs="*", type=Path, help="grown checkpoint folders")
+    ap.add_argument("--top", default="12,7", help="comma-separated numbers of top heads")
+    ap.add_argument("--samples", type=int, default=2000, help="random head sets per n")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    import torch
+
+    from induction.errors import InputError
+    from induction.loading import quiet_libraries
+
+    torch.set_num_threads(1)
+    quiet_libraries()
+    folders = args.models or default_models()
+    if not folders:
+        raise SystemExit(
+            "error: no grown models found; train one with `induction zoo train grown "
+            "--grow-at 0.25,0.5 --steps 2200` and pass its folder"
+        )
+    try:
+        tops = [int(x) for x in args.top.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"error: --top takes integers separated by commas, got {args.top!r}")
+    rows = []
+    for folder in folders:
+        try:
+            rows += measure(folder, tops, args.samples)
+        except InputError as e:
+            raise SystemExit(f"error: {folder}: {e}") from None
+        print(f"{folder.name}: {rows[-1]['sentence']}", file=sys.stderr, flush=True)
+    rows.sort(key=lambda r: (r["top_n"] != tops[0], r["top_n"], r["model"]))
+    print(markdown(rows))
+    if args.json:
+        from induction.io import write_json
+
+        write_json(args.json, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
