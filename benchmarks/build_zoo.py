@@ -1,6 +1,6 @@
-"""Train every shipped zoo model (3 families x 3 seeds) into induction/zoo/models/.
+"""Train every shipped zoo model (4 families x 3 seeds) into induction/zoo/models/.
 
-    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2] [--families dense grown looped]
+    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2] [--families dense grown ...]
 
 Each model trains in its own single-threaded process (two 1-thread jobs give about 1.8x the
 throughput of one 2-thread job on this machine's tiny models). Models already present are
@@ -26,8 +26,8 @@ def build(family: str, seed: int, dest: Path = MODELS) -> str:
         return f"{out.name}: present"
     tmp = out.with_name(out.name + ".partial")
     code = (
-        "from pathlib import Path; from induction.zoo.train import ZooTrainConfig, train; "
-        f"train(ZooTrainConfig(family={family!r}, seed={seed}), "
+        "from pathlib import Path; from induction.zoo.train import train, zoo_config; "
+        f"train(zoo_config({family!r}, {seed}), "
         f"out=Path({str(tmp)!r}), progress=False)"
     )
     log = dest.parent / f"build-{family}-s{seed}.log"
@@ -44,7 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--families", nargs="+", default=["dense", "grown", "looped"])
+    ap.add_argument("--families", nargs="+", default=["dense", "grown", "looped", "grown12"])
     ap.add_argument("--dest", type=Path, default=MODELS, help="where the model folders go")
     args = ap.parse_args()
     args.dest.mkdir(parents=True, exist_ok=True)

@@ -139,7 +139,7 @@ def main(argv=None) -> int:
         except InputError as e:
             raise SystemExit(f"error: {folder}: {e}") from None
         print(f"{folder.name}: {rows[-1]['sentence']}", file=sys.stderr, flush=True)
-    rows.sort(key=lambda r: (r["top_n"] != tops[0], r["top_n"], r["model"]))
+    rows.sort(key=lambda r: (tops.index(r["top_n"]), r["model"]))
     print(markdown(rows))
     if args.json:
         from induction.io import write_json

@@ -15,7 +15,7 @@ zoo_app = typer.Typer(
 
 @zoo_app.command("train")
 def train_command(
-    family: str = typer.Argument(..., help="dense, grown or looped"),
+    family: str = typer.Argument(..., help="dense, grown, looped or grown12 (4 -> 8 -> 12)"),
     seed: int = typer.Option(0, "--seed", help="Training seed (init, data, everything random)."),
     out: Path = typer.Option(
         None, "--out", help="Checkpoint folder to write (default: ./zoo/<family>-s<seed>)."
@@ -38,13 +38,11 @@ def train_command(
     """Train one zoo model from scratch with a progress bar and write it as a checkpoint folder."""
     from rich.console import Console
 
-    from induction.zoo.train import FAMILIES, ZooTrainConfig, train, zoo_model_name
+    from induction.zoo.train import train, zoo_config, zoo_model_name
 
-    if family not in FAMILIES:
-        raise InputError(f"unknown zoo family {family!r}; use one of {', '.join(FAMILIES)}")
-    cfg = ZooTrainConfig(family=family, seed=seed, threads=threads)
+    cfg = zoo_config(family, seed, threads=threads)
     if grow_at is not None:
-        if family != "grown":
+        if cfg.family != "grown":
             raise InputError("--grow-at applies to the grown family only")
         cfg.grow_at = _fractions(grow_at)
         cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)

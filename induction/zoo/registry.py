@@ -16,9 +16,10 @@ from pathlib import Path
 from induction.errors import ModelLoadError
 
 MODELS_DIR = Path(__file__).parent / "models"
-FAMILIES = ("dense", "grown", "looped")
+#: Shipped families; ``grown12`` is grown by two LIDAS stages (4 -> 8 -> 12 layers).
+FAMILIES = ("dense", "grown", "looped", "grown12")
 DEFAULT_MODEL = "grown"
-_NAME = re.compile(r"^(?P<family>[a-z]+)-s(?P<seed>\d+)$")
+_NAME = re.compile(r"^(?P<family>[a-z]+\d*)-s(?P<seed>\d+)$")
 
 
 def zoo_models() -> list[str]:

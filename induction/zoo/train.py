@@ -44,6 +44,18 @@ from lineage.growth import decoder_layers, duplicate_layers, lidas_span
 from lineage.log import DuplicationLog
 
 FAMILIES = ("dense", "grown", "looped")
+#: Shipped zoo families that are presets of a training family (ZooTrainConfig overrides).
+#: ``grown12``: two LIDAS stages, 4 -> 8 -> 12 layers, with 600 more steps so the last stage
+#: trains about as long after its growth as ``grown`` does after its one.
+VARIANTS: dict[str, dict] = {
+    "grown12": {
+        "family": "grown",
+        "depth": 12,
+        "grow_at": (0.25, 0.5),
+        "steps": 2200,
+        "max_steps": 4400,
+    },
+}
 INITIAL_DIR = "initial"  # grown models: the pre-growth checkpoint, inside the model folder
 
 
@@ -90,6 +102,22 @@ class ZooTrainConfig:
             "bigram": 0.05,
         }
     )
+
+
+def zoo_config(family: str, seed: int = 0, **overrides) -> ZooTrainConfig:
+    """The training config of a zoo family (``dense``, ``grown``, ``looped`` or a preset of
+    :data:`VARIANTS`) for ``seed``; ``overrides`` replace fields."""
+    if family in VARIANTS:
+        fields = {**VARIANTS[family], **overrides}
+    elif family in FAMILIES:
+        fields = {"family": family, **overrides}
+    else:
+        from induction.errors import InputError
+
+        raise InputError(
+            f"unknown zoo family {family!r}; use one of {', '.join(FAMILIES + tuple(VARIANTS))}"
+        )
+    return ZooTrainConfig(seed=seed, **fields)
 
 
 def zoo_model_name(cfg: ZooTrainConfig) -> str:
