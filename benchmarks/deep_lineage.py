@@ -10,6 +10,8 @@ growth every initial head has exactly two descendants; after two LIDAS stages (4
 ancestor's descendants can fill more of the top. For each model, with the public APIs
 (:func:`induction.scores.induction_scores`, :func:`lineage.trace`):
 
+- the heads >= 0.4 (induction heads), their distinct initial ancestors and the most strong
+  heads any one ancestor has (the source's claim needs about 5);
 - the top ``n`` heads by induction score (3 prompt seeds x 32 prompts, repeat length 32), for
   each ``n`` of ``--top`` (default 12, the source's, and 7, the zoo's top 20% of 32 heads);
 - how many distinct initial heads and initial layers they descend from, the fewest possible
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from replication import ancestor_counts  # noqa: E402
 
 MODELS = Path(__file__).resolve().parents[1] / "induction" / "zoo" / "models"
+THRESHOLD = 0.4  # an induction head, by convention (RESEARCH.md)
 
 
 def default_models() -> list[Path]:
@@ -49,6 +52,8 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
     loaded = load_model(str(folder), device="cpu")
     card = loaded.card or {}
     scores = induction_scores(loaded, scores="induction", progress=False)
+    ranked = scores.sort_values(["induction", "layer", "head"], ascending=[False, True, True])
+    strong = [(int(r.layer), int(r.head)) for r in ranked.itertuples() if r.induction >= THRESHOLD]
     rows = []
     for n in tops:
         result = lineage.trace(loaded, scores=scores, top=n)
@@ -61,6 +66,9 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
         s = result.summary
         top = [(int(r.layer), int(r.head)) for r in s.top.itertuples()]
         counts = ancestor_counts(primary, top, samples)
+        per_ancestor: dict[tuple[int, int], int] = {}
+        for h in strong:
+            per_ancestor[primary[h]] = per_ancestor.get(primary[h], 0) + 1
         headline = s.ancestors[s.ancestors["ancestor"].isin(s.headline_ancestors)]
         was_induction = (
             int(headline["was_induction_head"].fillna(False).astype(bool).sum())
@@ -75,6 +83,10 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
                 "formed_at_step": card.get("formed_at_step"),
                 "max_induction": float(scores["induction"].max()),
                 "heads_above_0.4": int((scores["induction"] >= 0.4).sum()),
+                "strong_heads": [f"L{a}H{b}" for a, b in strong],
+                "strong_ancestors": sorted(f"L{a}H{b}" for a, b in per_ancestor),
+                "max_strong_per_ancestor": max(per_ancestor.values(), default=0),
+                "score_at_top_n": float(ranked["induction"].iloc[min(n, len(ranked)) - 1]),
                 "top_n": n,
                 "top_above_0.4": s.n_top_above,
                 **counts,
@@ -89,16 +101,19 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
 
 def markdown(rows: list[dict]) -> str:
     head = (
-        "| model | layers | top n (>= 0.4) | ancestor heads (fewest, random) | "
-        "ancestor layers (fewest, random) | headline: heads from ancestors | "
-        "headline ancestors already induction heads |\n|---|---|---|---|---|---|---|"
+        "| model | layers | heads >= 0.4: ancestors (most per ancestor) | top n (n-th score) | "
+        "ancestor heads (fewest, random) | ancestor layers (fewest, random) | "
+        "headline: heads from ancestors | headline ancestors already induction heads |\n"
+        "|---|---|---|---|---|---|---|---|"
     )
     lines = [head]
     for r in rows:
         was = r["headline_were_induction"]
         n_headline = len(r["headline_ancestors"])
         lines.append(
-            f"| {r['model']} | {r['depths']} | {r['top_n']} ({r['top_above_0.4']}) | "
+            f"| {r['model']} | {r['depths']} | {len(r['strong_heads'])}: "
+            f"{len(r['strong_ancestors'])} ({r['max_strong_per_ancestor']}) | "
+            f"{r['top_n']} ({r['score_at_top_n']:.2f}) | "
             f"{r['top_ancestors']} of {r['ancestor_pool']} ({r['min_ancestors']}, "
             f"{r['random_ancestors']:.1f}) | {r['top_layers']} of {r['layer_pool']} "
             f"({r['min_layers']}, {r['random_layers']:.1f}) | {r['headline_heads']} of "

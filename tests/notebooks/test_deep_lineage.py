@@ -44,6 +44,11 @@ def test_counts_table_and_json(deep_mod, tmp_path, capsys):
         assert r["headline_heads"] >= 0.8 * r["top_n"]
         assert len(r["headline_ancestors"]) <= r["top_ancestors"]
         assert 0 <= r["headline_were_induction"] <= len(r["headline_ancestors"])
+        # heads >= 0.4: grown-s0 has some, each traced to one initial head
+        assert len(r["strong_heads"]) >= 1
+        assert 1 <= r["max_strong_per_ancestor"] <= 2
+        assert len(r["strong_ancestors"]) <= len(r["strong_heads"])
+        assert r["score_at_top_n"] < 0.4 or r["top_n"] <= len(r["strong_heads"])
     table = capsys.readouterr().out
     assert table.count("| grown-s0 | 4 -> 8 |") == 2
 

@@ -27,7 +27,10 @@ def test_model_has_an_induction_head(name):
     assert scores["induction"].max() >= 0.4
 
 
-@pytest.mark.parametrize("name", [n for n in SHIPPED if n.startswith("grown-")])
+GROWN = [n for n in SHIPPED if n.startswith("grown")]  # grown-s* and grown12-s*
+
+
+@pytest.mark.parametrize("name", GROWN)
 def test_grown_log_resolves_every_layer(name):
     loaded = load_model(name, device="cpu")
     log = loaded.lineage
@@ -62,7 +65,7 @@ def test_looped_model_unrolls_with_one_hook_call_per_layer(name):
         torch.testing.assert_close(logits, reference, rtol=0, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", [n for n in SHIPPED if n.startswith("grown-")])
+@pytest.mark.parametrize("name", GROWN)
 def test_grown_model_ships_its_formed_initial_network(name):
     card = model_card(name)
     initial = load_model(str(zoo_path(name) / card["initial_checkpoint"]), device="cpu")
@@ -71,6 +74,18 @@ def test_grown_model_ships_its_formed_initial_network(name):
     scores = induction_scores(initial, batch=32, seeds=(0,), scores=("induction",))
     assert scores["induction"].max() >= 0.4  # growth waited for an induction head
     assert card["initial_step"] == load_model(name).lineage.events[0].step
+
+
+@pytest.mark.parametrize("name", [n for n in SHIPPED if n.startswith("grown12-")])
+def test_grown12_grew_twice_with_spaced_stages(name):
+    card = model_card(name)
+    log = load_model(name, device="cpu").lineage
+    assert log.depths() == [4, 8, 12]
+    first, second = (e.step for e in log.events)
+    assert second - first >= 0.25 * card["config"]["steps"]  # the planned spacing, kept
+    assert second < card["steps"]
+    # ab abcd cd -> ab ab abcd cd cd: every initial layer has three copies
+    assert [log.ancestor_of(layer) for layer in range(12)] == [0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3]
 
 
 def test_lineage_uses_the_shipped_initial_network():
