@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 KERNEL = "induction-notebook-test"
 # Zoo models every notebook needs (01-03 use the first seed; 04 one seed per family in FAST).
-NEEDED = {"dense", "grown", "looped"}
+NEEDED = {"dense", "grown", "looped", "grown12"}
 
 
 def test_notebooks_exist():
