@@ -93,7 +93,9 @@ def models() -> None:
     names = registry.zoo_models()
     if names:
         typer.echo("Zoo models (pass the name, or a family name for its first seed):")
-        typer.echo(f"  {'name':<12} {'family':<7} {'seed':>4} {'layers':>6} {'heads':>5}  scores")
+        typer.echo(
+            f"  {'name':<12} {'family':<7} {'seed':>4} {'layers':>6} {'heads':>5}  from the card"
+        )
         for name in names:
             typer.echo("  " + _zoo_row(name, registry))
     else:
@@ -115,6 +117,7 @@ def models() -> None:
 
 
 def _zoo_row(name: str, registry) -> str:
+    """One line of ``induction models``: the model's shape and what its card measured."""
     family, _, seed = name.rpartition("-s")
     folder = registry.zoo_path(name)
     try:
@@ -123,29 +126,26 @@ def _zoo_row(name: str, registry) -> str:
         config = {}
     layers = config.get("num_hidden_layers", "?")
     heads = config.get("num_attention_heads", "?")
-    plan = folder / "loop_plan.json"
-    if plan.is_file():
+    if (folder / "loop_plan.json").is_file():
+        from induction.zoo.looped import LoopPlan
+
         try:
-            layers = json.loads(plan.read_text()).get("n_layers", layers)
-        except (OSError, json.JSONDecodeError, AttributeError):
+            layers = LoopPlan.load(folder).unrolled_depth  # what the hooks see
+        except (OSError, ValueError, WorkbenchError):
             pass
-    scores = ""
     try:
         card = registry.model_card(name)
     except (OSError, json.JSONDecodeError, WorkbenchError):
         card = {}
-    measured = card.get("scores") if isinstance(card, dict) else None
-    if isinstance(measured, dict):
-        scores = ", ".join(f"{k}={_fmt(v)}" for k, v in measured.items() if _is_scalar(v))
-    return f"{name:<12} {family:<7} {seed:>4} {layers!s:>6} {heads!s:>5}  {scores}"
-
-
-def _is_scalar(v) -> bool:
-    return isinstance(v, int | float | str) and not isinstance(v, bool)
-
-
-def _fmt(v) -> str:
-    return f"{v:.3g}" if isinstance(v, float) else str(v)
+    measured = []
+    t = card.get("repeat_len")
+    if isinstance(card.get(f"max_induction_d{t}"), int | float):
+        measured.append(f"max induction {card[f'max_induction_d{t}']:.2f} (repeat {t})")
+    if isinstance(card.get(f"heads_above_0.4_d{t}"), int):
+        measured.append(f"{card[f'heads_above_0.4_d{t}']} heads >= 0.4")
+    if isinstance(card.get("flops_vs_dense"), int | float):
+        measured.append(f"{card['flops_vs_dense']:.2f}x dense FLOPs")
+    return f"{name:<12} {family:<7} {seed:>4} {layers!s:>6} {heads!s:>5}  {', '.join(measured)}"
 
 
 @app.command()

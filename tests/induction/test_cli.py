@@ -29,8 +29,13 @@ def test_models_lists_zoo_and_spec_kinds():
     assert result.exit_code == 0, result.output
     for kind in ("folder", ".gguf", "hub name", "smollm2"):
         assert kind in result.stdout
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[2:] if line}
     for name in zoo_models():
-        assert name in result.stdout
+        assert name in rows
+        assert "max induction" in " ".join(rows[name])
+    # layers as the hooks see them: looped models unrolled, grown12 after both stages
+    assert {rows[n][3] for n in rows if n.startswith("looped-")} <= {"8"}
+    assert {rows[n][3] for n in rows if n.startswith("grown12-")} <= {"12"}
 
 
 def test_console_script_one_line_error():
