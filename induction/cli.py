@@ -169,6 +169,8 @@ def info(
     )
     facts = loaded.info.as_dict()
     facts["lineage"] = loaded.lineage is not None
+    if loaded.lineage is not None:
+        facts["depth_per_stage"] = loaded.lineage.depths()  # initial network first
     facts["looped"] = loaded.loop_plan is not None
     if as_json:
         typer.echo(json.dumps(facts, indent=2))

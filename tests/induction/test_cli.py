@@ -72,3 +72,13 @@ def test_registration_skips_missing_but_surfaces_broken(monkeypatch):
     monkeypatch.setitem(sys.modules, "induction._broken_cli_test", broken)
     with pytest.raises(AttributeError):
         register_commands(target, [("induction._broken_cli_test", "missing", None)])
+
+
+def test_info_json_reports_growth_stages():
+    import json
+
+    grown = json.loads(runner.invoke(app, ["info", "grown12", "--json"]).stdout)
+    assert grown["lineage"] is True and grown["depth_per_stage"] == [4, 8, 12]
+    assert grown["n_layers"] == 12 and grown["looped"] is False
+    dense = json.loads(runner.invoke(app, ["info", "dense", "--json"]).stdout)
+    assert dense["lineage"] is False and "depth_per_stage" not in dense
