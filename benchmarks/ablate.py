@@ -59,6 +59,7 @@ def main() -> None:
     ap.add_argument("--frac", type=float, default=0.2)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--runs", type=int, default=3, help="interleaved rounds (median)")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, auto (the engine syncs CUDA)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None, help="also write the numbers to this file")
     args = ap.parse_args()
@@ -71,7 +72,8 @@ def main() -> None:
     from ablation.tasks import load_suite
     from induction.loading import load_model
 
-    loaded = load_model(args.model, device="cpu")
+    loaded = load_model(args.model, device=args.device)
+    device = torch.device(loaded.bridge.cfg.device)
     info, bridge, tok = loaded.info, loaded.bridge, loaded.tokenizer
     suite = args.suite or info.default_suite
     tasks = [
@@ -111,7 +113,7 @@ def main() -> None:
             for task in tasks:
                 row = []
                 for it in task.items:
-                    ids = torch.tensor([tok(it.prompt)["input_ids"]])
+                    ids = torch.tensor([tok(it.prompt)["input_ids"]], device=device)
                     if kind == "bridge":
                         g = bridge.generate(
                             ids,
@@ -182,6 +184,7 @@ def main() -> None:
         "identical_answers_bridge": same(ref_b),
         "identical_answers_hf": same(ref_h),
         "threads": torch.get_num_threads(),
+        "device": str(device),
     }
     print(json.dumps(res, indent=2))
     if args.json:
