@@ -45,7 +45,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from induction.loading import gguf_checkpoint, load_model  # noqa: E402
 from induction.prompts import make_prompts  # noqa: E402
-from induction.scores import ATTENTION_SCORES, copying_scores, induction_scores  # noqa: E402
+from induction.scores import (  # noqa: E402
+    ATTENTION_SCORES,
+    auto_chunk,
+    copying_scores,
+    induction_scores,
+)
 
 
 def smollm2_gguf() -> Path | None:
@@ -189,10 +194,12 @@ def bench_model(label: str, spec, batch: int, runs: int, detect_runs: int, devic
 
     H, n_layers = info.n_heads, info.n_layers
     pairs = 3 * T * (prompts.n_repeats - 1) + (L - 2)  # pairs read by the four scores
+    rows = auto_chunk(loaded.bridge.cfg, prompts, torch.device(device), False)  # per pass
     memory = {
+        "scan_rows_per_pass": rows,
         "scan_result_buffer_bytes": batch * n_layers * H * 4 * 4,
-        "scan_per_layer_temp_bytes": batch * H * pairs * 4 + batch * H * 4 * 4,
-        "attention_pattern_per_layer_bytes": batch * H * L * L * 4,
+        "scan_per_layer_temp_bytes": rows * H * pairs * 4 + rows * H * 4 * 4,
+        "attention_pattern_per_layer_bytes": rows * H * L * L * 4,
     }
     with torch.no_grad():
         _, cache = loaded.bridge.run_with_cache(tokens[:1])
@@ -262,7 +269,8 @@ def report(r: dict) -> str:
         f"{r['detect_head_over_scan']:.1f} (CPU time {r['detect_head_over_scan_cpu_time']:.1f})",
         f"  copying (weights)     {1e3 * r['copying_s']:9.1f} ms   (once per model, any batch)",
         f"  tl_mul vs detect_head max |diff| {r['tl_mul_vs_detect_head_max_abs_diff']:.1e}",
-        f"  memory: scan result {mib(m['scan_result_buffer_bytes'])}, scan per-layer temp "
+        f"  memory: scan result {mib(m['scan_result_buffer_bytes'])}, per pass of "
+        f"{m['scan_rows_per_pass']} prompts: scan per-layer temp "
         f"{mib(m['scan_per_layer_temp_bytes'])}, one layer's pattern "
         f"{mib(m['attention_pattern_per_layer_bytes'])}, detect_head cache per prompt "
         f"{mib(m['detect_head_cache_per_prompt_bytes'])}",

@@ -375,12 +375,17 @@ def test_smollm2_has_induction_heads_matching_reference():
 
 
 def test_auto_chunk_fits_free_gpu_memory(tiny, monkeypatch):
-    """On CUDA the chunk is what fits half the free memory; on CPU one seed's batch."""
-    from induction.scores import auto_chunk
+    """On CUDA the chunk is what fits half the free memory; on CPU passes of ~512 tokens."""
+    from induction.scores import CPU_TOKENS_PER_PASS, auto_chunk
 
     prompts = make_prompts(tiny.info, seq_len=50, batch=32, seeds=3)
     cfg = tiny.bridge.cfg
-    assert auto_chunk(cfg, prompts, torch.device("cpu"), False) == 32
+    rows = auto_chunk(cfg, prompts, torch.device("cpu"), False)  # 96 prompts of 101 tokens
+    assert rows == 6 and abs(rows * 101 - CPU_TOKENS_PER_PASS) < 101
+    long = make_prompts(tiny.info, seq_len=120, batch=4, seeds=1)  # 4 x 241 tokens: two passes
+    assert auto_chunk(cfg, long, torch.device("cpu"), False) == 2
+    short = make_prompts(tiny.info, seq_len=3, batch=4, seeds=1)  # 7 tokens: all in one pass
+    assert auto_chunk(cfg, short, torch.device("cpu"), False) == 4
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 * 2**20, 2**30))
     small = auto_chunk(cfg, prompts, torch.device("cuda"), False)
     with_logits = auto_chunk(cfg, prompts, torch.device("cuda"), True)
