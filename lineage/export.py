@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -259,8 +260,11 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
         f"stage {s}" + (f"<br>step {steps[s]}" if s in steps else "") + f"<br>{d} layers"
         for s, d in enumerate(depths)
     ]
+    title_lines = textwrap.wrap(title or f"Head ancestry ({g.graph.get('name', '')})", 80)
     fig.update_layout(
-        title={"text": title or f"Head ancestry ({g.graph.get('name', '')})"},
+        # plotly does not wrap titles; a summary sentence would run off the figure
+        title={"text": "<br>".join(title_lines), "font": {"size": 14}},
+        margin={"t": 60 + 20 * len(title_lines)},
         xaxis={
             "title": {"text": "growth stage"},
             "tickvals": list(range(len(depths))),
