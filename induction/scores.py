@@ -488,9 +488,9 @@ class _progress_bar:
 
 
 #: Tokens per forward pass on CPU: activations of a pass this size stay in the caches. Measured
-#: (benchmarks/scan.py setting, 1 and 2 threads): against one pass over all 32 prompts, passes
-#: of about 512 tokens were 17-18% faster on the zoo model (8 x 65 tokens) and 6-9% on SmolLM2
-#: (4 x 101); much smaller passes lose it again to per-pass overhead and weight reads.
+#: with ``benchmarks/scan.py --sweep-passes`` (1 and 2 threads): against one pass over the
+#: batch, passes of about 512 tokens took 0.64-0.82x the time on the zoo model (8 x 65 tokens)
+#: and 0.93x on SmolLM2 (4 x 101); much smaller passes lose it to per-pass overhead.
 CPU_TOKENS_PER_PASS = 512
 
 
