@@ -82,7 +82,7 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
                 "growth_steps": [t.step for t in result.lineage.transitions],
                 "formed_at_step": card.get("formed_at_step"),
                 "max_induction": float(scores["induction"].max()),
-                "heads_above_0.4": int((scores["induction"] >= 0.4).sum()),
+                "heads_above_0.4": len(strong),
                 "strong_heads": [f"L{a}H{b}" for a, b in strong],
                 "strong_ancestors": sorted(f"L{a}H{b}" for a, b in per_ancestor),
                 "max_strong_per_ancestor": max(per_ancestor.values(), default=0),
