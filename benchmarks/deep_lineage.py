@@ -19,7 +19,10 @@ ancestor's descendants can fill more of the top. For each model, with the public
   ``--samples`` draws, seed 0; :func:`replication.ancestor_counts`);
 - the lineage summary sentence (the fewest ancestors holding 80% of the top heads) and how
   many of those ancestors were already induction heads (>= 0.4) in the shipped pre-growth
-  network (``initial/``), scanned at its own repeat length.
+  network (``initial/``), scanned at its own repeat length;
+- for a model grown more than once, each induction head's parent in the network the last
+  growth copied (shipped as ``stage<k>/``): the parent's own score there and the scores of
+  all the parent's copies in the final model.
 
 Prints a markdown table; ``--json`` also writes every figure (atomically).
 """
@@ -54,6 +57,7 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
     scores = induction_scores(loaded, scores="induction", progress=False)
     ranked = scores.sort_values(["induction", "layer", "head"], ascending=[False, True, True])
     strong = [(int(r.layer), int(r.head)) for r in ranked.itertuples() if r.induction >= THRESHOLD]
+    stage_view = _previous_stage(loaded, scores, strong)
     rows = []
     for n in tops:
         result = lineage.trace(loaded, scores=scores, top=n)
@@ -94,9 +98,51 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
                 "headline_ancestors": list(s.headline_ancestors),
                 "headline_were_induction": was_induction,
                 "sentence": s.sentence,
+                **stage_view,
             }
         )
     return rows
+
+
+def _previous_stage(loaded, scores, strong) -> dict:
+    """For a model grown more than once: the strong heads' ancestors in the network the last
+    event copied (shipped as ``stage<k>/``), their scores there, and the scores of all their
+    copies in the final model (did the pattern survive in one copy or in several?)."""
+    import lineage
+
+    log = loaded.lineage
+    if log is None or len(log.events) < 2:
+        return {}
+    stage = len(log.events) - 1
+    result = lineage.trace(loaded, scores=scores, top=max(1, len(strong)), stage=stage)
+    anc = result.ancestry
+    prim = anc[anc["primary"]]
+    parent = {
+        (int(r.layer), int(r.head)): (int(r.ancestor_layer), int(r.ancestor_head))
+        for r in prim.itertuples()
+    }
+    own = {}
+    a = result.summary.ancestors
+    if "ancestor_score" in a:
+        own = {
+            (int(r.ancestor_layer), int(r.ancestor_head)): float(r.ancestor_score)
+            for r in a.itertuples()
+        }
+    score = {(int(r.layer), int(r.head)): float(r.induction) for r in scores.itertuples()}
+    rows = []
+    for head in strong:
+        p = parent[head]
+        copies = sorted(h for h, q in parent.items() if q == p)
+        rows.append(
+            {
+                "head": f"L{head[0]}H{head[1]}",
+                "score": round(score[head], 3),
+                "parent": f"L{p[0]}H{p[1]}",
+                "parent_score": round(own[p], 3) if p in own else None,
+                "copies": {f"L{h[0]}H{h[1]}": round(score[h], 3) for h in copies},
+            }
+        )
+    return {"previous_stage": stage, "strong_heads_in_previous_stage": rows}
 
 
 def markdown(rows: list[dict]) -> str:
@@ -156,6 +202,20 @@ def main(argv=None) -> int:
         print(f"{folder.name}: {rows[-1]['sentence']}", file=sys.stderr, flush=True)
     rows.sort(key=lambda r: (tops.index(r["top_n"]), r["model"]))
     print(markdown(rows))
+    staged = {r["model"]: r for r in rows if r.get("strong_heads_in_previous_stage")}
+    if staged:
+        print(
+            "\n| model | induction head (score) | parent before the last growth (its score) "
+            "| the parent's copies now |\n|---|---|---|---|"
+        )
+        for name, r in staged.items():
+            for h in r["strong_heads_in_previous_stage"]:
+                copies = ", ".join(f"{k} {v:.2f}" for k, v in h["copies"].items())
+                parent = h["parent_score"]
+                print(
+                    f"| {name} | {h['head']} ({h['score']:.2f}) | stage {r['previous_stage']} "
+                    f"{h['parent']} ({'-' if parent is None else f'{parent:.2f}'}) | {copies} |"
+                )
     if args.json:
         from induction.io import write_json
 

@@ -327,11 +327,12 @@ def trace(
         sc = _scan(loaded, score, seeds, batch)
         scores_source = f"scanned now (seeds {sc.attrs.get('seeds')}, batch {batch})"
     init_sc = _read_scores(initial_scores, "initial score table")
-    if initial is None and init_sc is None and stage == 0 and facts.folder is not None:
-        # Grown zoo models ship their pre-growth network in initial/ (see induction.zoo.train).
-        shipped_initial = Path(facts.folder) / "initial"
-        if (shipped_initial / "config.json").is_file():
-            initial = str(shipped_initial)
+    if initial is None and init_sc is None and facts.folder is not None:
+        # Grown zoo models ship their pre-growth networks: initial/ for stage 0, stage<k>/ for
+        # the network just before the (k+1)-th growth (see induction.zoo.train).
+        shipped = Path(facts.folder) / ("initial" if stage == 0 else f"stage{stage}")
+        if (shipped / "config.json").is_file():
+            initial = str(shipped)
     if initial is not None:
         from induction.loading import load_model
 

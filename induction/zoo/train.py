@@ -57,6 +57,7 @@ VARIANTS: dict[str, dict] = {
     },
 }
 INITIAL_DIR = "initial"  # grown models: the pre-growth checkpoint, inside the model folder
+STAGE_DIR = "stage{k}"  # grown models with several events: the network just before event k+1
 
 
 @dataclass
@@ -221,6 +222,7 @@ def train(
     )
 
     log, plan, initial = None, None, None
+    stages: list[tuple[object, int]] = []  # (network, step) just before events 2, 3, ...
     if cfg.family == "dense":
         model = build_model(cfg, cfg.depth)
     elif cfg.family == "grown":
@@ -250,6 +252,8 @@ def train(
         ):
             if not log.events:  # the initial network as it was when growth began
                 initial = (copy.deepcopy(model), step)
+            else:  # the stage-k network as it was when event k+1 copied it
+                stages.append((copy.deepcopy(model), step))
             block = min(cfg.grow_block, depth)
             source, insert_at = lidas_span(depth, block)
             _, opt = duplicate_layers(
@@ -318,10 +322,17 @@ def train(
     if initial is not None:
         card["initial_checkpoint"] = INITIAL_DIR
         card["initial_step"] = initial[1]
+    if stages:
+        card["stage_checkpoints"] = {
+            str(k): {"folder": STAGE_DIR.format(k=k), "step": st}
+            for k, (_, st) in enumerate(stages, start=1)
+        }
     if out is not None:
         save_zoo_model(model, Path(out), card, log=log, plan=plan)
         if initial is not None:
             _save_initial(initial[0], Path(out) / INITIAL_DIR, cfg, step=initial[1])
+        for k, (net, st) in enumerate(stages, start=1):
+            _save_stage(net, Path(out) / STAGE_DIR.format(k=k), cfg, stage=k, step=st)
     return model, card
 
 
@@ -348,6 +359,21 @@ def _save_initial(model, folder: Path, cfg: ZooTrainConfig, step: int) -> None:
     for dist in (cfg.formed_distance, cfg.repeat_len):
         scores = induction_head_scores(model, dist, batch=32, seed=12345)
         card[f"max_induction_d{dist}"] = round(float(scores.max()), 4)
+    save_zoo_model(model, folder, card)
+
+
+def _save_stage(model, folder: Path, cfg: ZooTrainConfig, stage: int, step: int) -> None:
+    """A later pre-growth network (after ``stage`` events), for ``induction lineage --stage``.
+    It trained on the full mix, so it declares the zoo's repeat length."""
+    card = {
+        "name": f"stage-{stage} network",
+        "stage": stage,
+        "step": step,
+        "depth": len(decoder_layers(model)),
+        "repeat_len": cfg.repeat_len,
+    }
+    scores = induction_head_scores(model, cfg.repeat_len, batch=32, seed=12345)
+    card[f"max_induction_d{cfg.repeat_len}"] = round(float(scores.max()), 4)
     save_zoo_model(model, folder, card)
 
 

@@ -55,6 +55,15 @@ def test_two_growth_stages_keep_their_spacing_when_formation_is_late(tmp_path):
     assert log.depths() == [4, 8, 12]
     # LIDAS twice: ab abcd cd -> ab ab abcd cd cd; every initial layer has three copies
     assert [log.ancestor_of(layer) for layer in range(12)] == [0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3]
+    # the 8-layer network the second event copied is kept, and lineage --stage 1 scores it
+    assert card["stage_checkpoints"] == {"1": {"folder": "stage1", "step": 6}}
+    stage1 = load_model(str(tmp_path / "g12" / "stage1"), device="cpu")
+    assert stage1.info.n_layers == 8 and stage1.lineage is None
+
+    import lineage
+
+    result = lineage.trace(str(tmp_path / "g12"), stage=1, top=3, seeds=1, batch=2)
+    assert result.summary.ancestors["ancestor_score"].notna().all()
 
 
 def test_grown_depth_must_match_the_growth_events():

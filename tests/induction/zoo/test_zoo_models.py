@@ -86,6 +86,11 @@ def test_grown12_grew_twice_with_spaced_stages(name):
     assert second < card["steps"]
     # ab abcd cd -> ab ab abcd cd cd: every initial layer has three copies
     assert [log.ancestor_of(layer) for layer in range(12)] == [0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3]
+    # the 8-layer network the second growth copied ships as stage1/
+    stage1 = card["stage_checkpoints"]["1"]
+    assert stage1["step"] == second
+    network = load_model(str(zoo_path(name) / stage1["folder"]), device="cpu")
+    assert network.info.n_layers == 8 and network.info.default_repeat_len == 32
 
 
 def test_lineage_uses_the_shipped_initial_network():
