@@ -58,21 +58,27 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
     ranked = scores.sort_values(["induction", "layer", "head"], ascending=[False, True, True])
     strong = [(int(r.layer), int(r.head)) for r in ranked.itertuples() if r.induction >= THRESHOLD]
     stage_view = _previous_stage(loaded, scores, strong)
+    # the shipped initial/ network is scanned once and one trace gives the ancestry; each n is
+    # then only a new summary of the same ancestry and scores
+    initial_scores = None
+    if (folder / "initial" / "config.json").is_file():
+        initial_scores = induction_scores(
+            load_model(str(folder / "initial"), device="cpu"), scores="induction", progress=False
+        )
+    traced = lineage.trace(loaded, scores=scores, top=tops[0], initial_scores=initial_scores)
+    anc = traced.ancestry
+    primary = {
+        (int(r.layer), int(r.head)): (int(r.ancestor_layer), int(r.ancestor_head))
+        for r in anc[anc["primary"]].itertuples()
+    }
+    per_ancestor: dict[tuple[int, int], int] = {}
+    for h in strong:
+        per_ancestor[primary[h]] = per_ancestor.get(primary[h], 0) + 1
     rows = []
     for n in tops:
-        result = lineage.trace(loaded, scores=scores, top=n)
-        anc = result.ancestry
-        prim = anc[anc["primary"]]
-        primary = {
-            (int(r.layer), int(r.head)): (int(r.ancestor_layer), int(r.ancestor_head))
-            for r in prim.itertuples()
-        }
-        s = result.summary
+        s = lineage.summarize(anc, scores, top=n, initial_scores=initial_scores)
         top = [(int(r.layer), int(r.head)) for r in s.top.itertuples()]
         counts = ancestor_counts(primary, top, samples)
-        per_ancestor: dict[tuple[int, int], int] = {}
-        for h in strong:
-            per_ancestor[primary[h]] = per_ancestor.get(primary[h], 0) + 1
         headline = s.ancestors[s.ancestors["ancestor"].isin(s.headline_ancestors)]
         was_induction = (
             int(headline["was_induction_head"].fillna(False).astype(bool).sum())
@@ -82,8 +88,8 @@ def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
         rows.append(
             {
                 "model": folder.name,
-                "depths": " -> ".join(map(str, result.lineage.depths)),
-                "growth_steps": [t.step for t in result.lineage.transitions],
+                "depths": " -> ".join(map(str, traced.lineage.depths)),
+                "growth_steps": [t.step for t in traced.lineage.transitions],
                 "formed_at_step": card.get("formed_at_step"),
                 "max_induction": float(scores["induction"].max()),
                 "heads_above_0.4": len(strong),

@@ -502,12 +502,10 @@ def auto_chunk(cfg: Any, prompts: RepeatedPrompts, device: torch.device, logits:
     float32), and a layer's activations (``L x (12 d_model + 3 d_mlp)``); logits add
     ``2 x L x vocab`` (the logits and their log-softmax rows).
     """
-    n_rows = int(prompts.tokens.shape[0])
+    n_rows, L = int(prompts.tokens.shape[0]), prompts.layout.length
     if device.type != "cuda":
-        L = prompts.layout.length
         passes = max(1, round(n_rows * L / CPU_TOKENS_PER_PASS))
         return max(1, math.ceil(n_rows / passes))
-    L = prompts.layout.length
     d_model = int(getattr(cfg, "d_model", 0) or 1024)
     d_mlp = int(getattr(cfg, "d_mlp", 0) or 4 * d_model)
     per_row = 4 * (3 * int(cfg.n_heads) * L * L + L * (12 * d_model + 3 * d_mlp))

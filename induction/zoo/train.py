@@ -221,8 +221,9 @@ def train(
         }
     )
 
-    log, plan, initial = None, None, None
-    stages: list[tuple[object, int]] = []  # (network, step) just before events 2, 3, ...
+    log, plan = None, None
+    # (network, step) as each growth event found it: [0] the initial network, [k] stage k
+    pre_growth: list[tuple[object, int]] = []
     if cfg.family == "dense":
         model = build_model(cfg, cfg.depth)
     elif cfg.family == "grown":
@@ -250,10 +251,7 @@ def train(
             and step >= _growth_step(grow_steps, log)
             and formed_at is not None
         ):
-            if not log.events:  # the initial network as it was when growth began
-                initial = (copy.deepcopy(model), step)
-            else:  # the stage-k network as it was when event k+1 copied it
-                stages.append((copy.deepcopy(model), step))
+            pre_growth.append((copy.deepcopy(model), step))
             block = min(cfg.grow_block, depth)
             source, insert_at = lidas_span(depth, block)
             _, opt = duplicate_layers(
@@ -319,20 +317,18 @@ def train(
         card[f"max_induction_d{dist}"] = round(float(s.max()), 4)
         if dist == cfg.repeat_len:
             card[f"heads_above_0.4_d{dist}"] = int((s >= 0.4).sum())
-    if initial is not None:
+    if pre_growth:
         card["initial_checkpoint"] = INITIAL_DIR
-        card["initial_step"] = initial[1]
-    if stages:
+        card["initial_step"] = pre_growth[0][1]
+    if len(pre_growth) > 1:
         card["stage_checkpoints"] = {
-            str(k): {"folder": STAGE_DIR.format(k=k), "step": st}
-            for k, (_, st) in enumerate(stages, start=1)
+            str(k): {"folder": _pre_growth_dir(k), "step": st}
+            for k, (_, st) in enumerate(pre_growth[1:], start=1)
         }
     if out is not None:
         save_zoo_model(model, Path(out), card, log=log, plan=plan)
-        if initial is not None:
-            _save_initial(initial[0], Path(out) / INITIAL_DIR, cfg, step=initial[1])
-        for k, (net, st) in enumerate(stages, start=1):
-            _save_stage(net, Path(out) / STAGE_DIR.format(k=k), cfg, stage=k, step=st)
+        for k, (net, st) in enumerate(pre_growth):
+            _save_pre_growth(net, Path(out) / _pre_growth_dir(k), cfg, stage=k, step=st)
     return model, card
 
 
@@ -345,35 +341,28 @@ def _growth_step(planned: list[int], log: DuplicationLog) -> int:
     return max(planned[i], log.events[0].step + planned[i] - planned[0])
 
 
-def _save_initial(model, folder: Path, cfg: ZooTrainConfig, step: int) -> None:
-    """The pre-growth network, so lineage can ask whether an ancestor head was already an
-    induction head before it was copied."""
-    # Before growth the repeats were at most span_before tokens: its heads are measured at the
-    # formation check's repeat length, which it declares as its own default.
-    card = {
-        "name": "initial network",
-        "step": step,
-        "depth": len(decoder_layers(model)),
-        "repeat_len": cfg.formed_distance,
-    }
-    for dist in (cfg.formed_distance, cfg.repeat_len):
+def _pre_growth_dir(stage: int) -> str:
+    return INITIAL_DIR if stage == 0 else STAGE_DIR.format(k=stage)
+
+
+def _save_pre_growth(model, folder: Path, cfg: ZooTrainConfig, stage: int, step: int) -> None:
+    """A network as a growth event found it, so lineage can ask whether an ancestor head was
+    already an induction head before it was copied (``stage`` 0: the initial network)."""
+    card: dict = {"name": "initial network" if stage == 0 else f"stage-{stage} network"}
+    if stage:
+        card["stage"] = stage
+    card.update(step=step, depth=len(decoder_layers(model)))
+    if stage == 0:
+        # Before growth the repeats were at most span_before tokens: its heads are measured at
+        # the formation check's repeat length, which it declares as its own default.
+        card["repeat_len"] = cfg.formed_distance
+        distances = (cfg.formed_distance, cfg.repeat_len)
+    else:  # later stages trained on the full mix
+        card["repeat_len"] = cfg.repeat_len
+        distances = (cfg.repeat_len,)
+    for dist in distances:
         scores = induction_head_scores(model, dist, batch=32, seed=12345)
         card[f"max_induction_d{dist}"] = round(float(scores.max()), 4)
-    save_zoo_model(model, folder, card)
-
-
-def _save_stage(model, folder: Path, cfg: ZooTrainConfig, stage: int, step: int) -> None:
-    """A later pre-growth network (after ``stage`` events), for ``induction lineage --stage``.
-    It trained on the full mix, so it declares the zoo's repeat length."""
-    card = {
-        "name": f"stage-{stage} network",
-        "stage": stage,
-        "step": step,
-        "depth": len(decoder_layers(model)),
-        "repeat_len": cfg.repeat_len,
-    }
-    scores = induction_head_scores(model, cfg.repeat_len, batch=32, seed=12345)
-    card[f"max_induction_d{cfg.repeat_len}"] = round(float(scores.max()), 4)
     save_zoo_model(model, folder, card)
 
 
