@@ -89,17 +89,18 @@ def main() -> None:
     engine.evaluate(preps[0], HeadAblation(heads))  # warm-up
 
     prefill_s = decode_s = 0.0
-    prefill_tokens = 0  # real (unpadded) prompt tokens through the prefill
+    prefill_tokens = padded_tokens = 0  # real prompt tokens, and with the padding
     plain_forward = engine._forward
 
     def split_forward(**kw):  # attribute each engine forward to prefill or decoding
-        nonlocal prefill_s, decode_s, prefill_tokens
+        nonlocal prefill_s, decode_s, prefill_tokens, padded_tokens
         t = time.perf_counter()
         out = plain_forward(**kw)
         dt = time.perf_counter() - t
         if kw["input_ids"].shape[1] > 1:
             prefill_s += dt
             prefill_tokens += int(kw["attention_mask"].sum())
+            padded_tokens += kw["attention_mask"].numel()
         else:
             decode_s += dt
         return out
@@ -184,6 +185,7 @@ def main() -> None:
         ),
         "engine_forward_share_prefill": round(prefill_s / (prefill_s + decode_s), 3),
         "engine_prefill_ms_per_token": round(1e3 * prefill_s / max(prefill_tokens, 1), 3),
+        "engine_prefill_padding_share": round(1 - prefill_tokens / max(padded_tokens, 1), 3),
         "identical_answers_bridge": same(ref_b),
         "identical_answers_hf": same(ref_h),
         "threads": torch.get_num_threads(),
