@@ -138,7 +138,7 @@ def ablate(
         refuse_overwrite_input(out, suite_path)
         refuse_overwrite_input(plot, suite_path)
 
-    from ablation.tasks import SUITES, load_suite
+    from ablation.tasks import SUITES, default_suite, load_suite
 
     tokenizer_free = suite is not None and suite not in ("zoo", "regbench")
     if suite is not None and suite not in SUITES and not suite.endswith(".jsonl"):
@@ -175,7 +175,7 @@ def ablate(
         import torch
 
         torch.set_num_threads(1)
-    suite = suite or info.default_suite
+    suite = suite or default_suite(info)
     if tasks is None:
         tasks = [
             t

@@ -69,13 +69,13 @@ def main() -> None:
     from ablation.engine import Engine
     from ablation.hooks import HeadAblation, ablate_heads
     from ablation.run import plan_heads
-    from ablation.tasks import load_suite
+    from ablation.tasks import default_suite, load_suite
     from induction.loading import load_model
 
     loaded = load_model(args.model, device=args.device)
     device = torch.device(loaded.bridge.cfg.device)
     info, bridge, tok = loaded.info, loaded.bridge, loaded.tokenizer
-    suite = args.suite or info.default_suite
+    suite = args.suite or default_suite(info)
     tasks = [
         t
         for t in load_suite(

@@ -26,7 +26,7 @@ def build(family: str, seed: int, dest: Path = MODELS) -> str:
         return f"{out.name}: present"
     tmp = out.with_name(out.name + ".partial")
     code = (
-        "from pathlib import Path; from induction.zoo.train import train, zoo_config; "
+        "from pathlib import Path; from zoo.train import train, zoo_config; "
         f"train(zoo_config({family!r}, {seed}), "
         f"out=Path({str(tmp)!r}), progress=False)"
     )

@@ -38,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from replication import ancestor_counts  # noqa: E402
 
+from lineage.log import duplication_log
+
 MODELS = Path(__file__).resolve().parents[1] / "induction" / "zoo" / "models"
 THRESHOLD = 0.4  # an induction head, by convention (RESEARCH.md)
 
@@ -116,7 +118,7 @@ def _previous_stage(loaded, scores, strong) -> dict:
     copies in the final model (did the pattern survive in one copy or in several?)."""
     import lineage
 
-    log = loaded.lineage
+    log = duplication_log(loaded)
     if log is None or len(log.events) < 2:
         return {}
     stage = len(log.events) - 1

@@ -208,7 +208,7 @@ def _lineage(loaded, scores: pd.DataFrame, top_n: int, settings: Settings) -> tu
     info = loaded.info
     ranked = scores.sort_values(["induction", "layer", "head"], ascending=[False, True, True])
     top = [(int(r.layer), int(r.head)) for r in ranked.head(top_n).itertuples()]
-    if loaded.lineage is None and loaded.loop_plan is None:
+    if loaded.duplication_log_path is None and loaded.loop_plan is None:
         heads = [(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
         counts = ancestor_counts({h: h for h in heads}, top, settings.null_samples)
         layers = sorted({la for la, _ in top})

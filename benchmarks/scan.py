@@ -102,7 +102,7 @@ def raw_model(folder: Path, device: str):
     from transformers import AutoModelForCausalLM
 
     if (folder / "loop_plan.json").is_file():
-        from induction.zoo.looped import unroll_checkpoint
+        from induction.looped import unroll_checkpoint
 
         model = unroll_checkpoint(folder, dtype=torch.float32, attn_implementation="eager")
     else:

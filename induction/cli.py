@@ -35,7 +35,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("lineage.cli", "lineage", None),
     ("lineage.cli", "grow", None),
     ("ablation.cli", "ablate", None),
-    ("induction.zoo.cli", "zoo_app", "zoo"),
+    ("zoo.cli", "zoo_app", "zoo"),
 ]
 
 
@@ -127,7 +127,7 @@ def _zoo_row(name: str, registry) -> str:
     layers = config.get("num_hidden_layers", "?")
     heads = config.get("num_attention_heads", "?")
     if (folder / "loop_plan.json").is_file():
-        from induction.zoo.looped import LoopPlan
+        from induction.looped import LoopPlan
 
         try:
             layers = LoopPlan.load(folder).unrolled_depth  # what the hooks see
@@ -168,9 +168,11 @@ def info(
         device_map=device_map,
     )
     facts = loaded.info.as_dict()
-    facts["lineage"] = loaded.lineage is not None
-    if loaded.lineage is not None:
-        facts["depth_per_stage"] = loaded.lineage.depths()  # initial network first
+    facts["lineage"] = loaded.duplication_log_path is not None
+    if loaded.duplication_log_path is not None:
+        from lineage.log import duplication_log  # the CLI is the roof: it may read any floor
+
+        facts["depth_per_stage"] = duplication_log(loaded).depths()  # initial network first
     facts["looped"] = loaded.loop_plan is not None
     if as_json:
         typer.echo(json.dumps(facts, indent=2))

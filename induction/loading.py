@@ -44,11 +44,15 @@ from induction.zoo import registry
 if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
 
+    from induction.looped import LoopPlan
+
 #: Band of token ids used for random-token prompts on real tokenizers: TransformerLens's
 #: induction eval draws from [100, 20000); clipped to the vocabulary and moved off any special
 #: or added token inside it (see :func:`ordinary_token_range`).
 REAL_TOKEN_BAND = (100, 20000)
 DEFAULT_REPEAT_LEN = 50
+#: Growth record written beside a grown checkpoint's weights (format: ``lineage.log``).
+DUPLICATION_LOG = "duplication_log.json"
 HUB_PROBE_TIMEOUT_S = 3.0
 
 _DTYPES: dict[str, torch.dtype] = {
@@ -92,7 +96,7 @@ class ModelInfo:
     special_token_ids: tuple[int, ...]  # specials and added tokens
     ordinary_token_range: tuple[int, int]  # [lo, hi) ids safe for random-token prompts
     default_repeat_len: int
-    default_suite: str  # "zoo" for zoo-vocabulary models, "words" otherwise
+    zoo_vocabulary: bool  # the zoo's 128-token word vocabulary (induction.zoo.vocab)
     device: str
     dtype: str
 
@@ -111,13 +115,24 @@ class ModelInfo:
 
 @dataclass
 class LoadedModel:
-    """A bridge plus the facts, lineage and loop plan that came with the model."""
+    """A bridge plus the facts, loop plan and card that came with the model."""
 
     bridge: TransformerBridge
     info: ModelInfo
-    lineage: Any = None  # lineage.log.DuplicationLog for grown models
-    loop_plan: Any = None  # induction.zoo.looped.LoopPlan for looped models
+    loop_plan: LoopPlan | None = None  # looped models: block layer and pass of each layer
     card: dict | None = field(default=None, repr=False)
+
+    @property
+    def duplication_log_path(self) -> Path | None:
+        """The ``duplication_log.json`` shipped beside the weights (grown models), else None.
+
+        Lineage reads and checks it (``lineage.duplication_log(loaded)``); the loader does not
+        interpret it, so loading never depends on the lineage package.
+        """
+        if self.info.path is None or self.info.source not in ("zoo", "folder"):
+            return None
+        path = Path(self.info.path) / DUPLICATION_LOG
+        return path if path.is_file() else None
 
     @property
     def tokenizer(self):
@@ -315,8 +330,8 @@ def _load_folder(
     tokenizer = _load_tokenizer(folder, trust_remote_code)
     loop_plan = None
     if (folder / "loop_plan.json").is_file():
-        looped = _companion_module("induction.zoo.looped", folder / "loop_plan.json")
-        LoopPlan, unroll_checkpoint = looped.LoopPlan, looped.unroll_checkpoint
+        from induction.looped import LoopPlan, unroll_checkpoint
+
         _check_weights(folder)
         loop_plan = LoopPlan.load(folder)
         hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
@@ -327,27 +342,7 @@ def _load_folder(
     card = _read_json(folder / "card.json") if (folder / "card.json").is_file() else None
     bridge = _boot(hf_model, tokenizer, str(folder), dev, trust_remote_code)
     info = _model_info(bridge, name, source, str(display_path or folder), card)
-    lineage = None
-    log_path = folder / "duplication_log.json"
-    if log_path.is_file():
-        log_module = _companion_module("lineage.log", log_path)
-        lineage = log_module.DuplicationLog.load(log_path)
-        lineage.check_depth(info.n_layers)
-    return LoadedModel(bridge=bridge, info=info, lineage=lineage, loop_plan=loop_plan, card=card)
-
-
-def _companion_module(module: str, needed_by: Path):
-    """Import ``module``; if it does not exist, say which file needs it."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name is None or not module.startswith(e.name):
-            raise  # an import inside the module failed: a bug, keep the traceback
-        raise ModelLoadError(
-            f"{needed_by.name} in {needed_by.parent} needs {module}, which is not installed"
-        ) from None
+    return LoadedModel(bridge=bridge, info=info, loop_plan=loop_plan, card=card)
 
 
 def _read_json(path: Path) -> dict:
@@ -788,7 +783,7 @@ def _model_info(bridge, name: str, source: str, path: str | None, card: dict | N
         special_token_ids=specials,
         ordinary_token_range=token_range,
         default_repeat_len=repeat,
-        default_suite="zoo" if zoo else "words",
+        zoo_vocabulary=zoo,
         device=str(getattr(cfg, "device", None) or param.device),
         dtype=str(param.dtype).removeprefix("torch."),
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 _LAZY = {
     "DuplicationLog": "lineage.log",
     "GrowthEvent": "lineage.log",
+    "duplication_log": "lineage.log",
     "Lineage": "lineage.ancestry",
     "head_ancestry": "lineage.ancestry",
     "summarize": "lineage.summary",

@@ -12,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from induction.errors import InputError, LineageError
-from lineage.log import DuplicationLog
-
-_DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
-_HEAD_KEYS = ("num_attention_heads", "n_head", "num_heads")
+from induction.layers import config_depth, config_heads
+from lineage.log import DuplicationLog, duplication_log
 
 
 @dataclass
@@ -140,14 +138,14 @@ def _read_json(path: Path) -> dict:
 
 
 def _facts_from_folder(folder: Path, name: str) -> ModelFacts:
-    from induction.zoo.looped import LoopPlan
+    from induction.looped import LoopPlan
 
     cfg_path = folder / "config.json"
     if not cfg_path.is_file():
         raise InputError(f"{folder} has no config.json; expected a Hugging Face checkpoint folder")
     cfg = _read_json(cfg_path)
-    depth = next((cfg[k] for k in _DEPTH_KEYS if isinstance(cfg.get(k), int)), None)
-    heads = next((cfg[k] for k in _HEAD_KEYS if isinstance(cfg.get(k), int)), None)
+    depth = (config_depth(cfg) or (None, None))[1]
+    heads = config_heads(cfg)
     if depth is None or heads is None:
         raise InputError(f"{cfg_path} gives no layer or head count")
     plan = LoopPlan.load(folder) if (folder / "loop_plan.json").is_file() else None
@@ -165,7 +163,13 @@ def model_facts(model: Any, device="auto", dtype=None, trust_remote_code=False) 
         info = model.info
         folder = Path(info.path) if info.path and Path(info.path).is_dir() else None
         return ModelFacts(
-            info.name, folder, info.n_layers, info.n_heads, model.lineage, model.loop_plan, model
+            info.name,
+            folder,
+            info.n_layers,
+            info.n_heads,
+            duplication_log(model),
+            model.loop_plan,
+            model,
         )
     if isinstance(model, str | os.PathLike):
         text = os.fspath(model)
@@ -329,7 +333,7 @@ def trace(
     init_sc = _read_scores(initial_scores, "initial score table")
     if initial is None and init_sc is None and facts.folder is not None:
         # Grown zoo models ship their pre-growth networks: initial/ for stage 0, stage<k>/ for
-        # the network just before the (k+1)-th growth (see induction.zoo.train).
+        # the network just before the (k+1)-th growth (see zoo.train).
         shipped = Path(facts.folder) / ("initial" if stage == 0 else f"stage{stage}")
         if (shipped / "config.json").is_file():
             initial = str(shipped)

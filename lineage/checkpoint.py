@@ -20,24 +20,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from induction.errors import InputError, LineageError
+from induction.layers import DEPTH_KEYS, LAYER_KEY, PER_LAYER_KEYS, config_depth
 from lineage.log import DuplicationLog
 
-DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
-PER_LAYER_KEYS = ("layer_types", "no_rope_layers")
 WEIGHTS_INDEX = "model.safetensors.index.json"
 SKIP_FILES = {"config.json", "duplication_log.json", "card.json", "loop_plan.json", WEIGHTS_INDEX}
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 DEFAULT_SHARD_BYTES = 4 * 2**30
-_LAYER_KEY = re.compile(
-    r"^(?P<prefix>(?:[\w-]+\.)*?(?:layers|h|blocks|layer))\.(?P<i>\d+)\.(?P<rest>.+)$"
-)
 
 
 @dataclass
@@ -80,10 +75,10 @@ def read_checkpoint(spec: str | Path) -> Checkpoint:
             f"{folder} is a looped checkpoint (loop_plan.json): its stored block is run several "
             "times, so growing it is not supported"
         )
-    depth_key = next((k for k in DEPTH_KEYS if isinstance(config.get(k), int)), None)
-    if depth_key is None:
+    found = config_depth(config)
+    if found is None:
         raise InputError(f"{cfg_path} gives no depth ({', '.join(DEPTH_KEYS)})")
-    depth = config[depth_key]
+    depth_key, depth = found
     weights = _weight_files(folder)
     prefix = _layer_prefix(weights, depth, folder)
     log = None
@@ -119,7 +114,7 @@ def _weight_files(folder: Path) -> dict[str, Path]:
 def _layer_prefix(weights: dict[str, Path], depth: int, folder: Path) -> str:
     found: dict[str, set[int]] = {}
     for name in weights:
-        m = _LAYER_KEY.match(name)
+        m = LAYER_KEY.match(name)
         if m:
             found.setdefault(m["prefix"], set()).add(int(m["i"]))
     for prefix, idx in found.items():
@@ -136,7 +131,7 @@ def restacked_names(ck: Checkpoint, order: list[int]) -> list[tuple[str, str]]:
     by_layer: dict[int, list[tuple[str, str]]] = {}
     others = []
     for name in ck.weights:
-        m = _LAYER_KEY.match(name)
+        m = LAYER_KEY.match(name)
         if m and m["prefix"] == ck.layer_prefix:
             by_layer.setdefault(int(m["i"]), []).append((m["rest"], name))
         else:

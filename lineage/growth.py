@@ -22,26 +22,8 @@ import torch
 from torch import nn
 
 from induction.errors import InputError
+from induction.layers import DEPTH_KEYS, decoder_layers, set_layers
 from lineage.log import DuplicationLog, GrowthEvent
-
-_LAYER_PATHS = ("model.layers", "gpt_neox.layers", "transformer.h", "model.decoder.layers")
-_DEPTH_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
-
-
-def decoder_layers(model: nn.Module) -> nn.ModuleList:
-    """The ModuleList holding a decoder's layers (Llama, Qwen2, Gemma, GPT-NeoX, GPT-2, OPT)."""
-    for path in _LAYER_PATHS:
-        obj = model
-        for part in path.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                break
-        if isinstance(obj, nn.ModuleList):
-            return obj
-    raise InputError(
-        f"cannot find the decoder layers of {type(model).__name__}; supported layouts: "
-        + ", ".join(_LAYER_PATHS)
-    )
 
 
 def midas_span(depth: int, block: int = 4) -> tuple[tuple[int, int], int]:
@@ -94,7 +76,7 @@ def duplicate_layers(
         raise InputError(f"insert_at {insert_at} is outside 0..{depth}")
     copies = [copy.deepcopy(layers[i]) for i in range(a, b)]
     new_layers = list(layers[:insert_at]) + copies + list(layers[insert_at:])
-    _set_layers(model, new_layers)
+    set_layers(model, new_layers)
     _fix_config(model, depth, source, insert_at)
 
     log = log if log is not None else DuplicationLog(initial_depth=depth)
@@ -123,19 +105,12 @@ def grow(
     return duplicate_layers(model, source, insert_at, operator=preset, **kwargs)
 
 
-def _set_layers(model: nn.Module, new_layers: list[nn.Module]) -> None:
-    layers = decoder_layers(model)
-    layers._modules.clear()
-    for i, layer in enumerate(new_layers):
-        layers.add_module(str(i), layer)
-
-
 def _fix_config(
     model: nn.Module, depth_before: int, source: tuple[int, int], insert_at: int
 ) -> None:
     config = model.config
     depth = len(decoder_layers(model))
-    for key in _DEPTH_KEYS:
+    for key in DEPTH_KEYS:
         if hasattr(config, key) and isinstance(getattr(config, key), int):
             setattr(config, key, depth)
     # Per-layer attention types (Gemma/Qwen sliding windows): the copies take their source's.

@@ -35,20 +35,17 @@ comparing every tensor of the layer (``mode = "layer"``).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from induction.errors import InputError
+from induction.layers import LAYER_KEY
 from lineage.log import DuplicationLog
 
 DEFAULT_THRESHOLD = 0.3  # fixed threshold of the "layer" fallback and the auto cap
 AUTO_FLOOR = 0.05
 AUTO_SIGMAS = 6.0
-_LAYER_KEY = re.compile(
-    r"^(?P<prefix>(?:[\w-]+\.)*?(?:layers|h|blocks|layer))\.(?P<i>\d+)\.(?P<rest>.+)$"
-)
 _PARTS = {
     "q": ("q_proj.weight",),
     "k": ("k_proj.weight",),
@@ -159,7 +156,7 @@ def _state_dict_from(source: Any) -> tuple[dict, dict]:
 def _layers(sd: dict) -> tuple[str, dict[int, dict[str, Any]]]:
     groups: dict[str, dict[int, dict[str, Any]]] = {}
     for name, t in sd.items():
-        m = _LAYER_KEY.match(name)
+        m = LAYER_KEY.match(name)
         if m:
             groups.setdefault(m["prefix"], {}).setdefault(int(m["i"]), {})[m["rest"]] = t
     if not groups:

@@ -257,3 +257,14 @@ class DuplicationLog:
                 f"duplication log {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
             ) from None
         return cls.from_json(data)
+
+
+def duplication_log(model) -> DuplicationLog | None:
+    """The duplication log that came with a loaded model (``induction.LoadedModel``), checked
+    against its depth; None for a model that was not grown (no ``duplication_log.json``)."""
+    path = getattr(model, "duplication_log_path", None)
+    if path is None:
+        return None
+    log = DuplicationLog.load(path)
+    log.check_depth(model.info.n_layers)
+    return log

@@ -18,6 +18,7 @@ SUITES = ("zoo", "words", "paper19", "regbench", "gsm8k")
 
 __all__ = [
     "SUITES",
+    "default_suite",
     "DistItem",
     "DistTask",
     "Example",
@@ -27,6 +28,12 @@ __all__ = [
     "load_suite",
     "suite_task_names",
 ]
+
+
+def default_suite(info) -> str:
+    """The suite a model gets without ``--suite``: ``zoo`` for the zoo vocabulary (its tasks are
+    written in it), ``words`` for a real tokenizer."""
+    return "zoo" if info.zoo_vocabulary else "words"
 
 
 def suite_task_names(suite: str) -> list[str]:

@@ -4,7 +4,7 @@ Each model is a folder ``induction/zoo/models/<family>-s<seed>/`` holding a Hugg
 checkpoint (``config.json``, ``model.safetensors``, tokenizer files) plus ``card.json``
 (training config, time, FLOPs, measured scores). A grown model also holds
 ``duplication_log.json``; a looped model stores its block once with ``loop_plan.json`` and is
-unrolled at load time (see ``induction.zoo.looped``).
+unrolled at load time (see ``induction.looped``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from ablation.report import build_report
 from ablation.run import HeadPlan, RunResult, plan_heads
 from ablation.tasks.base import DistItem, DistTask, GenItem, GenTask
 from induction.errors import InputError
-from induction.zoo.looped import LoopPlan
+from induction.looped import LoopPlan
 
 
 def fake_loaded(n_layers, n_heads, loop_plan=None):

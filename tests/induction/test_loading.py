@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from induction.cli import app
 from induction.errors import LineageError, ModelLoadError
 from induction.loading import LoadedModel, load_model, ordinary_token_range
+from lineage.log import duplication_log
 
 runner = CliRunner()
 
@@ -39,9 +40,9 @@ def test_folder_loads_with_facts(tiny_llama_dir):
     assert info.vocab_size == 128 and info.n_ctx == 256
     assert info.bos_token_id == 1 and info.special_token_ids == (0, 1, 2, 3)
     assert info.ordinary_token_range == (4, 128)  # zoo vocabulary
-    assert info.default_suite == "zoo" and info.default_repeat_len == 50
+    assert info.zoo_vocabulary and info.default_repeat_len == 50
     assert (info.device, info.dtype) == ("cpu", "float32")
-    assert loaded.lineage is None and loaded.loop_plan is None and loaded.card is None
+    assert loaded.duplication_log_path is None and loaded.loop_plan is None and loaded.card is None
     assert loaded.hf_model is loaded.bridge.original_model
     assert loaded.tokenizer is loaded.bridge.tokenizer
 
@@ -66,7 +67,7 @@ def test_model_object_is_copied_not_mutated(tiny_llama_dir):
     layer_types = [type(m) for m in model.model.layers]
     before = {k: v.clone() for k, v in model.state_dict().items()}
     loaded = load_model(model, device="cpu", dtype="float32")
-    assert loaded.info.source == "object" and loaded.info.default_suite == "zoo"
+    assert loaded.info.source == "object" and loaded.info.zoo_vocabulary
     assert [type(m) for m in model.model.layers] == layer_types
     assert loaded.hf_model is not model
     after = model.state_dict()
@@ -90,7 +91,7 @@ def test_card_sets_repeat_len(tiny_llama_dir, tmp_path):
 
 
 def test_loop_plan_is_unrolled(tiny_llama_dir, tmp_path):
-    from induction.zoo.looped import LoopPlan
+    from induction.looped import LoopPlan
 
     folder = _copy(tiny_llama_dir, tmp_path / "looped")
     LoopPlan(block=1, loops=3, prelude=1).save(folder)  # stored 2 layers -> 4 unrolled
@@ -98,7 +99,7 @@ def test_loop_plan_is_unrolled(tiny_llama_dir, tmp_path):
     assert loaded.info.n_layers == 4 and loaded.loop_plan.loops == 3
 
 
-def test_duplication_log_is_attached_and_checked(tiny_llama_dir, tmp_path):
+def test_duplication_log_is_found_and_lineage_checks_it(tiny_llama_dir, tmp_path):
     from lineage.log import DuplicationLog
 
     folder = _copy(tiny_llama_dir, tmp_path / "grown")
@@ -106,12 +107,14 @@ def test_duplication_log_is_attached_and_checked(tiny_llama_dir, tmp_path):
     log.record_copy(step=10, operator="copy", source=(0, 1), insert_at=1)
     log.save(folder / "duplication_log.json")
     loaded = load_model(str(folder), device="cpu")
-    assert loaded.lineage.final_depth == 2
+    assert duplication_log(loaded).final_depth == 2
 
     log.record_copy(step=20, operator="copy", source=(0, 1), insert_at=1)  # now 3 layers
     log.save(folder / "duplication_log.json")
+    loaded = load_model(str(folder), device="cpu")  # loading does not read the log
+    assert loaded.duplication_log_path == folder / "duplication_log.json"
     with pytest.raises(LineageError, match="3 layers"):
-        load_model(str(folder), device="cpu")
+        duplication_log(loaded)
 
 
 def test_ordinary_token_range_rules():

@@ -39,7 +39,7 @@ def raw_hf_model(folder, dtype=torch.float32):
 
     folder = Path(folder)
     if (folder / "loop_plan.json").is_file():
-        from induction.zoo.looped import unroll_checkpoint
+        from induction.looped import unroll_checkpoint
 
         model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
     else:
@@ -135,7 +135,7 @@ def test_zoo_models_match_reference(name):
 
 
 def test_looped_model_reports_block_layer_and_pass(tmp_path, tiny_llama_factory):
-    from induction.zoo.looped import LoopPlan
+    from induction.looped import LoopPlan
 
     plan = LoopPlan(block=2, loops=2, prelude=1, coda=0)
     folder = tiny_llama_factory(tmp_path / "looped", n_layers=plan.stored_layers, seed=1)

@@ -36,7 +36,7 @@ def test_facts(smollm2):
     assert info.source == "gguf" and info.path.endswith(".gguf")
     assert info.architecture == "LlamaForCausalLM"
     assert (info.n_layers, info.n_heads, info.n_kv_heads, info.d_model) == (30, 9, 3, 576)
-    assert info.vocab_size == 49152 and info.default_suite == "words"
+    assert info.vocab_size == 49152 and not info.zoo_vocabulary
     assert info.ordinary_token_range == (100, 20000)
     assert set(range(17)) <= set(info.special_token_ids)
 

@@ -11,9 +11,10 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from induction.errors import LineageError
-from induction.zoo.looped import LoopPlan
+from induction.layers import decoder_layers
+from induction.looped import LoopPlan
 from lineage.ancestry import Lineage, head_ancestry
-from lineage.growth import decoder_layers, duplicate_layers
+from lineage.growth import duplicate_layers
 from lineage.log import DuplicationLog
 
 N_HEADS = 4

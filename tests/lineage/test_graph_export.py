@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from induction.errors import InputError
-from induction.zoo.looped import LoopPlan
+from induction.looped import LoopPlan
 from lineage.ancestry import head_ancestry
 from lineage.export import browser_check, dot_text, export_graph, find_chromium, read_node_link
 from lineage.graph import lineage_graph, node_id, roots_of

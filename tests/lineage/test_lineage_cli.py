@@ -236,7 +236,7 @@ def test_console_script_bad_log_one_line(grown_dir, scores_csv, tmp_path):
 
 
 def test_looped_checkpoint_passes_map_to_the_block(tiny_llama_factory, tmp_path, one_line_error):
-    from induction.zoo.looped import LoopPlan
+    from induction.looped import LoopPlan
 
     folder = tiny_llama_factory(tmp_path / "looped", n_layers=2)
     LoopPlan(block=2, loops=3).save(folder)

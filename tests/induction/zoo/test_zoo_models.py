@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from induction import load_model
+from induction.looped import LoopPlan
 from induction.scores import induction_scores
-from induction.zoo.looped import LoopPlan
 from induction.zoo.registry import FAMILIES, model_card, zoo_models, zoo_path
+from lineage.log import duplication_log
 
 SHIPPED = zoo_models()
 
@@ -33,7 +34,7 @@ GROWN = [n for n in SHIPPED if n.startswith("grown")]  # grown-s* and grown12-s*
 @pytest.mark.parametrize("name", GROWN)
 def test_grown_log_resolves_every_layer(name):
     loaded = load_model(name, device="cpu")
-    log = loaded.lineage
+    log = duplication_log(loaded)
     assert log is not None and log.final_depth == loaded.info.n_layers
     ancestors = [log.ancestor_of(layer) for layer in range(log.final_depth)]
     assert set(ancestors) <= set(range(log.initial_depth))
@@ -44,7 +45,7 @@ def test_grown_log_resolves_every_layer(name):
 def test_looped_model_unrolls_with_one_hook_call_per_layer(name):
     from transformers import AutoModelForCausalLM
 
-    from induction.zoo.looped import tie_layers
+    from induction.looped import tie_layers
 
     loaded = load_model(name, device="cpu")
     plan = LoopPlan.load(zoo_path(name))
@@ -69,17 +70,17 @@ def test_looped_model_unrolls_with_one_hook_call_per_layer(name):
 def test_grown_model_ships_its_formed_initial_network(name):
     card = model_card(name)
     initial = load_model(str(zoo_path(name) / card["initial_checkpoint"]), device="cpu")
-    assert initial.info.n_layers == load_model(name).lineage.initial_depth
+    assert initial.info.n_layers == duplication_log(load_model(name)).initial_depth
     assert initial.info.default_repeat_len == 16  # the repeat length it was trained on
     scores = induction_scores(initial, batch=32, seeds=(0,), scores=("induction",))
     assert scores["induction"].max() >= 0.4  # growth waited for an induction head
-    assert card["initial_step"] == load_model(name).lineage.events[0].step
+    assert card["initial_step"] == duplication_log(load_model(name)).events[0].step
 
 
 @pytest.mark.parametrize("name", [n for n in SHIPPED if n.startswith("grown12-")])
 def test_grown12_grew_twice_with_spaced_stages(name):
     card = model_card(name)
-    log = load_model(name, device="cpu").lineage
+    log = duplication_log(load_model(name, device="cpu"))
     assert log.depths() == [4, 8, 12]
     first, second = (e.step for e in log.events)
     assert second - first >= 0.25 * card["config"]["steps"]  # the planned spacing, kept

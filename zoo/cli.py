@@ -38,7 +38,7 @@ def train_command(
     """Train one zoo model from scratch with a progress bar and write it as a checkpoint folder."""
     from rich.console import Console
 
-    from induction.zoo.train import train, zoo_config, zoo_model_name
+    from zoo.train import train, zoo_config, zoo_model_name
 
     cfg = zoo_config(family, seed, threads=threads)
     if grow_at is not None:

@@ -7,7 +7,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from induction.errors import LineageError
-from induction.zoo.looped import LoopPlan, tie_layers, unroll_checkpoint, untie_to_stored
+from induction.looped import LoopPlan, tie_layers, unroll_checkpoint, untie_to_stored
 
 
 def tied_model(plan: LoopPlan):

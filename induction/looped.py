@@ -20,6 +20,7 @@ from pathlib import Path
 from torch import nn
 
 from induction.errors import LineageError
+from induction.layers import decoder_layers
 
 PLAN_FILE = "loop_plan.json"
 FORMAT = "induction-workbench/loop-plan"
@@ -89,8 +90,6 @@ class LoopPlan:
 
 
 def _layers(model: nn.Module) -> nn.ModuleList:
-    from lineage.growth import decoder_layers
-
     return decoder_layers(model)
 
 

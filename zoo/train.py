@@ -37,10 +37,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from induction.layers import decoder_layers
+from induction.looped import LoopPlan, tie_layers, untie_to_stored
 from induction.zoo import vocab as V
 from induction.zoo.corpus import CorpusConfig, make_batch
-from induction.zoo.looped import LoopPlan, tie_layers, untie_to_stored
-from lineage.growth import decoder_layers, duplicate_layers, lidas_span
+from lineage.growth import duplicate_layers, lidas_span
 from lineage.log import DuplicationLog
 
 FAMILIES = ("dense", "grown", "looped")

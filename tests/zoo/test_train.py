@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 from induction import load_model
 from induction.cli import app
 from induction.errors import InputError
-from induction.zoo.train import ZooTrainConfig, train
+from lineage.log import duplication_log
+from zoo.train import ZooTrainConfig, train
 
 
 def tiny(family, **kw):
@@ -35,7 +36,8 @@ def test_grown_model_grows_after_formation_and_reloads(tmp_path):
     assert card["effective_depth"] == 8 and card["formed_at_step"] == 2
     assert 0.5 < card["flops_vs_dense"] < 1.0
     loaded = load_model(str(tmp_path / "g"), device="cpu")
-    assert loaded.lineage.final_depth == 8 and loaded.lineage.events[0].step == 2
+    log = duplication_log(loaded)
+    assert log.final_depth == 8 and log.events[0].step == 2
     tokens = torch.randint(4, 128, (2, 12))
     with torch.no_grad():
         torch.testing.assert_close(
@@ -50,7 +52,7 @@ def test_two_growth_stages_keep_their_spacing_when_formation_is_late(tmp_path):
     cfg.eval_every = 4
     _, card = train(cfg, out=tmp_path / "g12", progress=False)
     assert card["name"] == "grown12-s0" and card["effective_depth"] == 12
-    log = load_model(str(tmp_path / "g12"), device="cpu").lineage
+    log = duplication_log(load_model(str(tmp_path / "g12"), device="cpu"))
     assert [e.step for e in log.events] == [4, 6]
     assert log.depths() == [4, 8, 12]
     # LIDAS twice: ab abcd cd -> ab ab abcd cd cd; every initial layer has three copies
@@ -58,7 +60,7 @@ def test_two_growth_stages_keep_their_spacing_when_formation_is_late(tmp_path):
     # the 8-layer network the second event copied is kept, and lineage --stage 1 scores it
     assert card["stage_checkpoints"] == {"1": {"folder": "stage1", "step": 6}}
     stage1 = load_model(str(tmp_path / "g12" / "stage1"), device="cpu")
-    assert stage1.info.n_layers == 8 and stage1.lineage is None
+    assert stage1.info.n_layers == 8 and stage1.duplication_log_path is None
 
     import lineage
 
