@@ -2,12 +2,17 @@
 
 Lazy API (importing the package stays light so ``induction --help`` is fast)::
 
-    from ablation import plan_heads, load_suite, run_ablation, build_report, ablate_heads
+    from ablation import AblationConfig, ablate, ablate_heads
 
-    plan = plan_heads(loaded, frac=0.2, n_controls=5)   # top 20% by induction score + controls
-    tasks = load_suite("words", n_items=40)
-    run = run_ablation(loaded, tasks, plan, mode="zero")
-    df = build_report(run)                              # per-task clean/ablated/drop/controls/z
+    result = ablate("grown", AblationConfig(frac=0.2, controls=20))  # = induction ablate
+    result.to_frame()          # per task: clean, ablated, drop, controls, z, p_ctrl; MEAN row
+    result.save("report.json") # or .csv/.parquet/.jsonl; result.plot("report.html")
+
+    with ablate_heads(loaded.bridge, [(3, 1)]):   # any forward or generate, heads zeroed
+        ...
+
+The steps behind :func:`ablate` stay public: ``plan_heads``, ``load_suite``,
+``run_ablation``, ``build_report``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,11 @@ _API = {
     "run_ablation": "ablation.run",
     "build_report": "ablation.report",
     "write_report": "ablation.report",
-    "plot_report": "ablation.report",
+    "plot_report": "ablation.render",
+    "ablate": "ablation.pipeline",
+    "AblationResult": "ablation.pipeline",
+    "AblationConfig": "ablation.config",
+    "EvalResult": "ablation.results",
     "load_suite": "ablation.tasks",
     "SUITES": "ablation.tasks",
     "top_frac": "ablation.selection",

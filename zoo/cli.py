@@ -18,7 +18,7 @@ def train_command(
     family: str = typer.Argument(..., help="dense, grown, looped or grown12 (4 -> 8 -> 12)"),
     seed: int = typer.Option(0, "--seed", help="Training seed (init, data, everything random)."),
     out: Path = typer.Option(
-        None, "--out", help="Checkpoint folder to write (default: ./zoo/<family>-s<seed>)."
+        None, "--out", help="Checkpoint folder to write (default: ./runs/<family>-s<seed>)."
     ),
     steps: int = typer.Option(
         None,
@@ -46,7 +46,7 @@ def train_command(
             raise InputError("--grow-at applies to the grown family only")
         cfg.grow_at = _fractions(grow_at)
         cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
-    out = out or Path("zoo") / zoo_model_name(cfg)
+    out = out or Path("runs") / zoo_model_name(cfg)
     if out.exists() and any(out.iterdir()):
         raise InputError(f"{out} already exists and is not empty; pass another --out")
     if steps is not None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ablation.metrics import distribution_scores
 from ablation.tasks.base import DistItem, DistTask
 from induction.errors import InputError
 
@@ -257,14 +258,4 @@ def load(
 def score_item(q: np.ndarray, item: DistItem) -> tuple[float, float]:
     """(mean TVD, greedy accuracy) of one instance. ``q[j]`` is the model's next-token
     distribution at ``item.positions[j]`` restricted to ``item.support`` and renormalised."""
-    support = np.asarray(item.support)
-    tvds, hits = [], []
-    for row, valid in zip(np.asarray(q, dtype=np.float64), item.valid, strict=True):
-        row = row / row.sum() if row.sum() > 0 else np.full(len(row), 1 / len(row))
-        p = np.isin(support, valid).astype(np.float64)
-        p /= p.sum()
-        tvds.append(0.5 * np.abs(p - row).sum())
-        hits.append(float(support[int(np.argmax(row))] in valid))
-    if not tvds:
-        return float("nan"), float("nan")
-    return float(np.mean(tvds)), float(np.mean(hits))
+    return distribution_scores(q, item.valid, item.support)

@@ -5,6 +5,7 @@ import torch
 
 from ablation.engine import Engine, ResultCache, ablation_key, enable_kv_cache
 from ablation.hooks import HeadAblation, ablate_heads, head_means, tie_heads
+from ablation.results import EvalResult
 from ablation.tasks import load_suite
 from ablation.tasks.base import GenItem, GenTask
 
@@ -113,9 +114,9 @@ def test_batched_engine_matches_per_example_generate(models):
     for task in tasks:
         prep = engine.prepare(task)
         padded |= any(bool(m[:, 0].eq(0).any()) for _, _, m in prep.batches)
-        clean = engine.evaluate(prep)["predictions"]
+        clean = engine.evaluate(prep).predictions
         assert clean == _raw_greedy(raw, tok, task)
-        ablated = engine.evaluate(prep, HeadAblation(heads))["predictions"]
+        ablated = engine.evaluate(prep, HeadAblation(heads)).predictions
         handles = _zero_o_proj_input(raw, heads, loaded.info.d_head)
         try:
             assert ablated == _raw_greedy(raw, tok, task)
@@ -152,21 +153,22 @@ def test_stop_strings_and_dist_tasks(models):
         "t", [GenItem("w1 w2 w3", ["w4"]), GenItem("a = 3 ;", ["3"])], stop=["w5"], max_new_tokens=6
     )
     res = engine.evaluate(engine.prepare(task))
-    assert all("w5" not in p for p in res["predictions"])
+    assert all("w5" not in p for p in res.predictions)
     (rb,) = load_suite("regbench", tokenizer=tok, bos_id=1, n_items=3, max_tokens=60)
     out = engine.evaluate(engine.prepare(rb))
-    assert 0 <= out["scores"]["tvd"] <= 1 and 0 <= out["scores"]["acc"] <= 1
-    assert len(out["items"]) == 3
+    assert 0 <= out.scores["tvd"] <= 1 and 0 <= out.scores["acc"] <= 1
+    assert len(out.items["tvd"]) == 3
 
 
 def test_result_cache_resumes_and_ignores_torn_lines(tmp_path):
     path = tmp_path / "c.jsonl"
     c = ResultCache(path)
-    c.put(c.key("fp", ablation_key([(1, 0)], "zero", "all")), {"scores": {"f1": 0.5}})
+    result = EvalResult({"f1": 0.5}, {"f1": [0.0, 1.0]}, predictions=["a", "b"], heads="1.0")
+    c.put(c.key("fp", ablation_key([(1, 0)], "zero", "all")), result)
     with open(path, "a") as fh:
         fh.write('{"key": "fp|torn", "res')  # a crash mid-write
     again = ResultCache(path)
-    assert again.get("fp|zero:1.0") == {"scores": {"f1": 0.5}}
+    assert again.get("fp|zero:1.0") == result
     assert again.get("fp|torn") is None
     assert ablation_key([], "zero", "all") == "clean"
     assert ablation_key([(0, 1)], "mean", "position") == "mean:position:0.1"

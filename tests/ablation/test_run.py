@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from ablation.report import build_report
+from ablation.results import EvalResult, TaskResults
 from ablation.run import HeadPlan, RunResult, plan_heads
 from ablation.tasks.base import DistItem, DistTask, GenItem, GenTask
 from induction.errors import InputError
@@ -56,19 +57,19 @@ def test_report_arithmetic():
     gen = GenTask("a", [GenItem("p", ["x"])] * 4, metric="f1")
     dist = DistTask("rb", [DistItem([1, 2], [0], [[2]], [2, 3])] * 2)
 
-    def res(items, extra=None):
-        out = {"scores": {"f1": float(np.mean(items))}, "items": items}
-        return out
+    def res(items):
+        return EvalResult({"f1": float(np.mean(items))}, {"f1": items})
 
     def dres(tvd, acc):
-        return {"scores": {"tvd": tvd, "acc": acc}, "items": [tvd] * 2, "items_acc": [acc] * 2}
+        return EvalResult({"tvd": tvd, "acc": acc}, {"tvd": [tvd] * 2, "acc": [acc] * 2})
 
     results = {
-        "a@0": {"clean": res([1, 1, 1, 0]), "ablated": res([0, 0, 1, 0]),
+        "a@0": TaskResults({"clean": res([1, 1, 1, 0]), "ablated": res([0, 0, 1, 0]),
               "control0": res([1, 1, 0, 0]), "control1": res([1, 1, 1, 0]),
-              "control2": res([1, 0, 1, 0])},
-        "rb@0": {"clean": dres(0.2, 0.9), "ablated": dres(0.5, 0.5), "control0": dres(0.2, 0.9),
-               "control1": dres(0.3, 0.8), "control2": dres(0.25, 0.85)},
+              "control2": res([1, 0, 1, 0])}),
+        "rb@0": TaskResults({"clean": dres(0.2, 0.9), "ablated": dres(0.5, 0.5),
+               "control0": dres(0.2, 0.9), "control1": dres(0.3, 0.8),
+               "control2": dres(0.25, 0.85)}),
     }  # fmt: skip
     plan = HeadPlan(target=[(0, 0)], controls=[[(1, 0)]] * 3, selection="x")
     df = build_report(RunResult(tasks=[gen, dist], plan=plan, results=results)).set_index("task")
@@ -85,7 +86,7 @@ def test_report_arithmetic():
     mean = df.loc["MEAN"]  # generation tasks only
     assert mean["drop"] == 0.5 and mean.n == 1
     single = HeadPlan(target=[(0, 0)], controls=[[(1, 0)]], selection="x")
-    one = {"a@0": {k: results["a@0"][k] for k in ("clean", "ablated", "control0")}}
+    one = {"a@0": TaskResults({k: results["a@0"][k] for k in ("clean", "ablated", "control0")})}
     d1 = build_report(RunResult(tasks=[gen], plan=single, results=one)).set_index("task")
     assert math.isnan(d1.loc["a"].z) and math.isnan(d1.loc["a"].ctrl_std)
 
@@ -95,11 +96,11 @@ def test_report_averages_prompt_seeds():
     t1 = GenTask("a", [GenItem("q", ["x"])] * 2, metric="em", seed=1)
 
     def res(items):
-        return {"scores": {"em": float(np.mean(items))}, "items": items}
+        return EvalResult({"em": float(np.mean(items))}, {"em": items})
 
     results = {
-        "a@0": {"clean": res([1, 1]), "ablated": res([0, 1]), "control0": res([1, 1])},
-        "a@1": {"clean": res([1, 0]), "ablated": res([0, 0]), "control0": res([0, 0])},
+        "a@0": TaskResults({"clean": res([1, 1]), "ablated": res([0, 1]), "control0": res([1, 1])}),
+        "a@1": TaskResults({"clean": res([1, 0]), "ablated": res([0, 0]), "control0": res([0, 0])}),
     }
     plan = HeadPlan(target=[(0, 0)], controls=[[(1, 0)]], selection="x")
     df = build_report(RunResult(tasks=[t0, t1], plan=plan, results=results)).set_index("task")

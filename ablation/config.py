@@ -1,0 +1,101 @@
+"""The settings of one ablation experiment, validated once for the CLI, notebooks and
+benchmarks alike (:func:`ablation.ablate` takes an :class:`AblationConfig`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+from induction.errors import InputError
+
+#: Random head sets per run unless asked otherwise: with n controls the empirical p-value
+#: (1 + k) / (1 + n) cannot go below 1 / (1 + n), so 20 is the least that can show p < 0.05.
+DEFAULT_CONTROLS = 20
+#: Longest generated prompt for models without a training length on their card.
+MAX_PROMPT_TOKENS = 512
+
+MODES = ("zero", "mean")
+MEAN_OVER = ("all", "position")
+
+
+@dataclass(frozen=True)
+class AblationConfig:
+    """What to ablate, on which tasks, against how many controls.
+
+    ``heads`` (e.g. ``"L3H1,L5H0"``) replaces the top-``frac`` selection by ``score``.
+    ``suite=None`` takes the model's default (``zoo`` for the zoo vocabulary, else ``words``).
+    ``max_prompt_tokens=None`` takes :func:`prompt_budget` of the model: a zoo model's
+    training length, else its context capped at :data:`MAX_PROMPT_TOKENS`.
+    """
+
+    frac: float = 0.2
+    heads: str | None = None
+    score: str = "induction"
+    suite: str | None = None
+    tasks: tuple[str, ...] | None = None
+    mode: str = "zero"
+    mean_over: str = "all"
+    controls: int = DEFAULT_CONTROLS
+    match_layers: bool = False
+    tied: bool = False
+    shots: int | None = None
+    n_items: int | None = None
+    seed: int = 0
+    prompt_seeds: int = 1
+    batch: int = 32
+    max_prompt_tokens: int | None = None
+    data_dir: Path | None = None
+    hub: bool = False
+    cache: bool = True
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """One-line :class:`InputError` for any setting out of range."""
+        if not (isinstance(self.frac, int | float) and 0 < self.frac <= 1):
+            raise InputError(f"--frac must be in (0, 1], got {self.frac}; e.g. --frac 0.2")
+        if self.heads is not None and not str(self.heads).strip():
+            raise InputError("--heads is empty; write e.g. 'L3H1,L5H0', or drop it to use --frac")
+        if self.mode not in MODES:
+            raise InputError(f"--mode must be zero or mean, got {self.mode!r}")
+        if self.mean_over not in MEAN_OVER:
+            raise InputError(f"--mean-over must be all or position, got {self.mean_over!r}")
+        for name, low in (("controls", 0), ("prompt_seeds", 1), ("batch", 1), ("seed", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < low:
+                flag = "--" + name.replace("_", "-")
+                raise InputError(f"{flag} must be an integer >= {low}, got {value!r}")
+        if self.seed + self.prompt_seeds > 2**32:
+            raise InputError(f"--seed {self.seed} is too large; use a seed below 2**32")
+        for name in ("shots", "n_items", "max_prompt_tokens"):
+            value = getattr(self, name)
+            low = 0 if name == "shots" else 1
+            if value is not None and (not isinstance(value, int) or value < low):
+                flag = "--" + name.replace("_", "-")
+                raise InputError(f"{flag} must be an integer >= {low}, got {value!r}")
+        if isinstance(self.frac, float) and math.isnan(self.frac):
+            raise InputError("--frac is NaN; e.g. --frac 0.2")
+
+    def with_(self, **changes) -> AblationConfig:
+        """A copy with ``changes`` applied (validated)."""
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise InputError(f"unknown ablation setting(s): {', '.join(sorted(unknown))}")
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["data_dir"] = None if self.data_dir is None else str(self.data_dir)
+        d["tasks"] = None if self.tasks is None else list(self.tasks)
+        return d
+
+
+def prompt_budget(loaded) -> int:
+    """Longest prompt, in tokens, for generated suites: a zoo model's training sequence length
+    (its card), else the model's context capped at :data:`MAX_PROMPT_TOKENS`. The CLI,
+    notebooks and benchmarks all go through :func:`ablation.ablate`, so they share it."""
+    card = loaded.card if isinstance(loaded.card, dict) else {}
+    seq_len = (card.get("config") or {}).get("seq_len")
+    return int(seq_len) if seq_len else min(int(loaded.info.n_ctx), MAX_PROMPT_TOKENS)

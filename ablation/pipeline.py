@@ -1,0 +1,252 @@
+"""The ablation experiment as one call: :func:`ablate` (``induction ablate`` runs it, and so do
+the notebooks and ``benchmarks/replication.py``).
+
+Steps: load the model, build the suite's prompts (every prompt seed), refuse a suite the
+model cannot read, rank heads and draw the random controls (:func:`ablation.run.plan_heads`),
+evaluate clean / ablated / each control with the batched engine and its resume cache
+(:func:`ablation.run.run_ablation`), reduce to the per-task table
+(:func:`ablation.report.build_report`). Kapl et al. 2025 ablate the top 20% of heads by
+induction score and report the mean F1 drop over 19 few-shot tasks; see ``docs/research.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ablation.config import AblationConfig, prompt_budget
+from ablation.run import HeadPlan, RunResult
+from ablation.tasks.base import GenTask, Task
+from induction.errors import InputError
+
+if TYPE_CHECKING:
+    from induction.loading import LoadedModel
+
+#: Share of prompt tokens mapped to the tokenizer's unknown token above which a suite is
+#: refused as unreadable ("mostly unknown": natural-language tasks on the zoo's vocabulary).
+MAX_UNKNOWN_SHARE = 0.5
+
+
+@dataclass
+class AblationResult:
+    """The per-task report of one ablation run and everything behind it.
+
+    ``to_frame()`` is the report (one row per task and metric, then ``MEAN``); ``run`` holds
+    every task's clean / ablated / control results (:class:`ablation.results.EvalResult`).
+    """
+
+    model: str
+    config: AblationConfig
+    suite: str
+    plan: HeadPlan
+    run: RunResult
+    report: pd.DataFrame
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> list[Task]:
+        return self.run.tasks
+
+    @property
+    def mean_drop(self) -> float | None:
+        """Mean drop over the generation tasks (the ``MEAN`` row), None without one."""
+        from ablation.report import overall_drop
+
+        return overall_drop(self.report)
+
+    @property
+    def title(self) -> str:
+        return (
+            f"induction ablate {self.model} --suite {self.suite}: "
+            f"{self.plan.selection}, {self.config.mode}"
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.report.copy()
+
+    def save(self, path: str | Path) -> Path:
+        """Write the report atomically: ``.csv``/``.parquet``/``.jsonl`` rows, or ``.json``
+        with the run's settings and head sets under ``meta``."""
+        from ablation.report import write_report
+
+        return write_report(self.report, path, self.meta)
+
+    def plot(self, path: str | Path | None = None):
+        """The drop per task against the random controls (plotly figure; written when
+        ``path`` is given)."""
+        from ablation.render import report_figure, save_report_figure
+
+        fig = report_figure(self.report, title=self.title)
+        if path is not None:
+            save_report_figure(fig, path)
+        return fig
+
+    def print(self, console=None) -> None:
+        """The report as a rich table (stdout by default)."""
+        from ablation.render import print_table
+
+        print_table(self.report, title=self.title, console=console)
+
+
+def ablate(
+    model: Any,
+    config: AblationConfig | None = None,
+    *,
+    device: str = "auto",
+    dtype: str | None = None,
+    scores: pd.DataFrame | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+    **overrides,
+) -> AblationResult:
+    """Ablate the top heads of ``model`` (a spec or a :class:`~induction.LoadedModel`) and
+    measure the per-task drop against random controls.
+
+    ``config`` (or keyword ``overrides`` of its fields, e.g. ``frac=0.1, controls=50``) sets
+    the experiment; ``scores`` (a detector table with ``layer``, ``head`` and the score
+    column) skips the scan that ranks heads. ``log`` receives one-line diagnostics (the heads
+    chosen, reused cache entries); the CLI sends them to stderr.
+    """
+    from ablation.engine import Engine, ResultCache
+    from ablation.run import default_cache_path, plan_heads, run_ablation
+    from ablation.tasks import SUITES, default_suite
+
+    cfg = (config or AblationConfig()).with_(**overrides) if overrides else config
+    cfg = cfg or AblationConfig()
+    say = log or (lambda _msg: None)
+    if cfg.suite is not None and cfg.suite not in SUITES:
+        suite_path = Path(cfg.suite)
+        if not (cfg.suite.endswith(".jsonl") or suite_path.is_file()):
+            raise InputError(
+                f"unknown suite {cfg.suite!r}; use one of {', '.join(SUITES)} or a "
+                "path to a JSONL task file"
+            )
+    tasks = None
+    if cfg.suite is not None and cfg.suite not in ("zoo", "regbench"):
+        tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
+    loaded = _loaded(model, device, dtype)
+    suite = cfg.suite or default_suite(loaded.info)
+    if tasks is None:
+        tasks = build_tasks(cfg, suite, loaded)
+    check_readable(tasks, loaded.tokenizer, suite)
+    cache_path = default_cache_path(loaded) if cfg.cache else None
+    plan = plan_heads(
+        loaded,
+        frac=cfg.frac,
+        score=cfg.score,
+        heads=cfg.heads,
+        n_controls=cfg.controls,
+        seed=cfg.seed,
+        match_layers=cfg.match_layers,
+        tied=cfg.tied,
+        scores=scores,
+        cache_dir=None if cache_path is None else cache_path.parent,
+    )
+    n_tasks = len({t.name for t in tasks})
+    say(
+        f"{loaded.info.name}: {plan.selection}; ablating {heads_text(plan.target)} "
+        f"({cfg.mode}); {len(plan.controls)} random controls; suite {suite}, "
+        f"{n_tasks} tasks x {cfg.prompt_seeds} prompt seed(s)"
+    )
+    cache = ResultCache(cache_path)
+    engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=cfg.batch)
+    run = run_ablation(
+        loaded,
+        tasks,
+        plan,
+        mode=cfg.mode,
+        mean_over=cfg.mean_over,
+        engine=engine,
+        cache=cache,
+        progress=progress,
+    )
+    if run.cached:
+        say(f"reused {run.cached} cached result(s) from {cache_path} (--no-cache recomputes)")
+    from ablation.report import build_report
+
+    report = build_report(run)
+    meta = {**run.meta, "suite": suite, "config": cfg.to_dict(), "cached_results": run.cached}
+    meta["prompt_tokens_max"] = _prompt_limit(cfg, loaded, suite)
+    return AblationResult(
+        model=loaded.info.name,
+        config=cfg,
+        suite=suite,
+        plan=plan,
+        run=run,
+        report=report,
+        meta=meta,
+    )
+
+
+def build_tasks(cfg: AblationConfig, suite: str, loaded: LoadedModel | None = None) -> list[Task]:
+    """The suite's tasks for every prompt seed (``seed``, ``seed + 1``, ...); generated
+    suites need the model (its tokenizer and prompt budget)."""
+    from ablation.tasks import load_suite
+
+    kwargs: dict[str, Any] = {}
+    if loaded is not None:
+        kwargs = dict(
+            tokenizer=loaded.tokenizer,
+            bos_id=loaded.info.bos_token_id,
+            max_tokens=_prompt_limit(cfg, loaded, suite),
+        )
+    return [
+        task
+        for s in range(cfg.seed, cfg.seed + cfg.prompt_seeds)
+        for task in load_suite(
+            suite,
+            shots=cfg.shots,
+            n_items=cfg.n_items,
+            seed=s,
+            tasks=list(cfg.tasks) if cfg.tasks else None,
+            data_dir=cfg.data_dir,
+            hub=cfg.hub,
+            **kwargs,
+        )
+    ]
+
+
+def check_readable(tasks: list[Task], tokenizer, suite: str) -> None:
+    """Refuse a suite whose prompts are mostly unknown tokens to the model (natural-language
+    tasks on the zoo's 128-word vocabulary): its scores would measure nothing."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None:
+        return
+    n_tokens = n_unknown = 0
+    for task in tasks:
+        if not isinstance(task, GenTask):
+            continue
+        for item in task.items[:16]:
+            ids = tokenizer(item.prompt)["input_ids"]
+            n_tokens += len(ids)
+            n_unknown += sum(1 for i in ids if i == unk)
+    if n_tokens and n_unknown / n_tokens > MAX_UNKNOWN_SHARE:
+        raise InputError(
+            f"suite {suite!r} is {n_unknown / n_tokens:.0%} unknown tokens for this model's "
+            "vocabulary, so its scores would mean nothing; pick a suite in the model's "
+            "vocabulary (zoo models: --suite zoo)"
+        )
+
+
+def heads_text(heads, limit: int = 12) -> str:
+    """``L3H1, L5H0, ...`` (at most ``limit`` heads, then the count)."""
+    text = ", ".join(f"L{a}H{b}" for a, b in heads[:limit])
+    return text + (f", ... ({len(heads)} heads)" if len(heads) > limit else "")
+
+
+def _prompt_limit(cfg: AblationConfig, loaded, suite: str) -> int | None:
+    if cfg.max_prompt_tokens is not None:
+        return cfg.max_prompt_tokens
+    return prompt_budget(loaded)
+
+
+def _loaded(model: Any, device: str, dtype: str | None):
+    if hasattr(model, "bridge") and hasattr(model, "info"):
+        return model
+    from induction.loading import load_model
+
+    return load_model(model, device=device, dtype=dtype)
