@@ -3,9 +3,10 @@
     python benchmarks/deep_lineage.py                      # shipped grown12-s* and grown-s*
     python benchmarks/deep_lineage.py zoo/grown12-s0 --top 12 --json out.json
 
-The source's claim (RESEARCH.md): in a 3B LIDAS model, 10 of the 12 strongest induction heads
-descend from two ancestors in the initial 4-layer network. After the zoo's single 4 -> 8
-growth every initial head has exactly two descendants; after two LIDAS stages (4 -> 8 -> 12,
+The source's claim (Kapl et al. 2025, arXiv 2512.08819; docs/research.md): in a 3B LIDAS
+model, 10 of the 12 strongest induction heads descend from two ancestors in the initial
+4-layer network. After the zoo's single 4 -> 8 growth every initial head has exactly two
+descendants; after two LIDAS stages (4 -> 8 -> 12,
 ``induction zoo train grown --grow-at 0.25,0.5 --steps 2200``) every one has three, so one
 ancestor's descendants can fill more of the top. For each model, with the public APIs
 (:func:`induction.scores.induction_scores`, :func:`lineage.trace`):
@@ -41,7 +42,7 @@ from replication import ancestor_counts  # noqa: E402
 from lineage.log import duplication_log
 
 MODELS = Path(__file__).resolve().parents[1] / "induction" / "zoo" / "models"
-THRESHOLD = 0.4  # an induction head, by convention (RESEARCH.md)
+THRESHOLD = 0.4  # an induction head, by convention (docs/research.md)
 
 
 def default_models() -> list[Path]:

@@ -6,8 +6,8 @@ the network right after the ``k``-th growth event of its duplication log
 layers (the block, plus any prelude/coda) are the earlier stage and the unrolled layers the
 final one, every pass of the block mapping to the stored layer it runs.
 
-Head rule (RESEARCH.md, "Depth growth"): a copied layer's head ``j`` inherits head ``j`` of its
-source layer, so a head's ancestors are its layer's ancestor layers, same head index. Layers
+Head rule (docs/research.md, "Depth growth"): a copied layer's head ``j`` inherits head ``j`` of
+its source layer, so a head's ancestors are its layer's ancestor layers, same head index. Layers
 that mix several parents (LiGO-like) have weighted ancestor sets; the weight of an ancestor is
 the sum over paths of the product of edge weights along the path (as in
 :meth:`DuplicationLog.ancestors`).

@@ -1,7 +1,7 @@
 """Depth-growth operators on Hugging Face decoders: duplicate a span of layers in place.
 
 ``duplicate_layers`` is the general operator (any contiguous half-open span, any insertion
-index); ``midas_span`` and ``lidas_span`` are the presets of RESEARCH.md ("Depth growth"):
+index); ``midas_span`` and ``lidas_span`` are the presets of docs/research.md ("Depth growth"):
 
 - MIDAS (Saunshi et al. 2024) copies the middle block of ``b`` layers, counted in blocks of
   ``b`` from the bottom, and inserts the copy right after it;

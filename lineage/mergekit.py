@@ -1,6 +1,6 @@
 """mergekit passthrough configs: layer stacks as duplication logs.
 
-A passthrough config (the real-world format for layer stacking, RESEARCH.md "mergekit")::
+A passthrough config (the real-world format for layer stacking, docs/research.md)::
 
     slices:
       - sources:

@@ -15,8 +15,8 @@ the same token budget.
 - ``looped``: a 2-layer block run 4 times (shared weights).
 
 Induction heads are measured every ``eval_every`` steps (the max over heads of the stripe score
-of RESEARCH.md at repeat length ``formed_distance``). Until it passes ``formed_threshold`` the
-data is mostly repeated random spans of at most ``span_before`` tokens, which shortens the
+of docs/research.md at repeat length ``formed_distance``). Until it passes ``formed_threshold``
+the data is mostly repeated random spans of at most ``span_before`` tokens, which shortens the
 plateau (measured: a 2-layer model on the full mix had not formed heads after 1,500 steps);
 after it, the full task mix with repeats up to ``span_after`` tokens, and the learning rate
 decays. Training runs for ``steps`` steps and, if no head has formed by then, continues up to
@@ -163,7 +163,7 @@ def matmul_flops_per_token(cfg: ZooTrainConfig, n_layers: int, seq_len: int | No
 @torch.no_grad()
 def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999) -> torch.Tensor:
     """``[layer, head]`` stripe scores on ``[BOS] + r + r`` with ``len(r) = distance`` (see
-    RESEARCH.md "Induction scores"; the detector's full version is ``induction.scores``)."""
+    docs/research.md "Induction scores"; the detector's full version is ``induction.scores``)."""
     rng = np.random.default_rng(seed)
     r = np.stack(
         [

@@ -1,4 +1,5 @@
-"""benchmarks/replication.py: the parts that need no model (counts, tables, verdict, README)."""
+"""benchmarks/replication.py: the parts that need no model (counts, tables, verdict, the
+generated block of docs/results.md)."""
 
 from __future__ import annotations
 
@@ -103,17 +104,29 @@ def test_update_readme_replaces_only_the_block(rep_mod, tmp_path):
         settings=rep_mod.Settings(),
         seconds=60.0,
     )
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "results.md"
     readme.write_text(f"# T\n\nbefore\n{rep_mod.README_START}\nold\n{rep_mod.README_END}\nafter\n")
     rep_mod.update_readme(readme, rep)
     text = readme.read_text()
     assert text.startswith("# T\n\nbefore\n") and text.endswith("\nafter\n")
     assert "old" not in text and "| dense-s0 |" in text
+    assert "--readme docs/results.md" in text
+    assert "](../benchmarks/results/replication.png)" in text  # relative to docs/
     rep_mod.update_readme(readme, rep)  # idempotent
     assert readme.read_text() == text
     (tmp_path / "bad.md").write_text("no markers\n")
     with pytest.raises(Exception, match="no <!-- replication:start -->"):
         rep_mod.update_readme(tmp_path / "bad.md", rep)
+
+
+def test_results_doc_holds_the_block(rep_mod):
+    """docs/results.md carries the markers the script rewrites, and its figure link resolves."""
+    doc = ROOT / "docs" / "results.md"
+    text = doc.read_text()
+    assert text.count(rep_mod.README_START) == 1 and text.count(rep_mod.README_END) == 1
+    block = text.split(rep_mod.README_START, 1)[1].split(rep_mod.README_END, 1)[0]
+    figure = block.split("![replication figure](", 1)[1].split(")", 1)[0]
+    assert (doc.parent / figure).resolve().is_file()
 
 
 def test_outputs_round_trip(rep_mod, tmp_path):
