@@ -77,9 +77,10 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
             )
         )
         z = "-" if math.isnan(r.z) else f"{r.z:+.1f}"
-        style = "bold" if r.task == "MEAN" else None
+        style = "bold" if str(r.task).startswith("MEAN") else None
+        control = bool(getattr(r, "positive_control", False))
         table.add_row(
-            r.task,
+            f"{r.task} †" if control else r.task,
             r.metric,
             str(r.n),
             f"{r.clean:.3f}",
@@ -90,6 +91,8 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
             "-" if math.isnan(r.p_ctrl) else f"{r.p_ctrl:.2f}",
             style=style,
         )
+    if "positive_control" in df.columns and df.positive_control.astype(bool).any():
+        table.caption = "† positive control (induction by construction): not in the means"
     console.print(table)
 
 

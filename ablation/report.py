@@ -42,6 +42,7 @@ COLUMNS = [
     "z",
     "p_ctrl",
     "ctrl_drops",
+    "positive_control",
 ]
 
 
@@ -68,14 +69,15 @@ def _stats(drop: float, ctrl: list[float]) -> tuple[float, float, float]:
 
 def build_report(run) -> pd.DataFrame:
     """One row per task (and metric), averaged over prompt seeds when the run has several
-    (``seed_std`` is then the spread of the drop over seeds), plus the ``MEAN`` row."""
+    (``seed_std`` is then the spread of the drop over seeds); then, over the generation tasks
+    that are not positive controls, one ``MEAN:<group>`` row per group (when there are
+    several groups) and the ``MEAN`` row."""
     rows = []
     n_controls = len(run.plan.controls)
     by_name: dict[str, list[Task]] = {}
     for task in run.tasks:
         by_name.setdefault(task.name, []).append(task)
-    gen: dict[str, list[float]] = {"clean": [], "ablated": [], "drop": []}
-    gen_ctrl: list[list[float]] = [[] for _ in range(n_controls)]
+    measured: list[dict] = []  # generation tasks that enter the mean (not positive controls)
     for name, group in by_name.items():
         first = group[0]
         metric_list = [(first.metric, first.higher_is_better)]
@@ -122,36 +124,43 @@ def build_report(run) -> pd.DataFrame:
                     "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
                 }
             )
-            if not isinstance(first, DistTask):
-                gen["clean"].append(float(np.mean(cleans)))
-                gen["ablated"].append(float(np.mean(abls)))
-                gen["drop"].append(drop)
-                for j, c in enumerate(ctrl):
-                    gen_ctrl[j].append(c)
-    if gen["drop"]:
-        drop = float(np.mean(gen["drop"]))
-        ctrl = [float(np.mean(c)) for c in gen_ctrl]
-        mean, std, z = _stats(drop, ctrl)
-        rows.append(
-            {
-                "task": "MEAN",
-                "group": "generation tasks",
-                "metric": "f1/em",
-                "n": len(gen["drop"]),
-                "seeds": max(len(g) for g in by_name.values()),
-                "clean": float(np.mean(gen["clean"])),
-                "ablated": float(np.mean(gen["ablated"])),
-                "drop": drop,
-                "drop_se": math.nan,
-                "seed_std": math.nan,
-                "ctrl_mean": mean,
-                "ctrl_std": std,
-                "z": z,
-                "p_ctrl": p_ctrl(drop, ctrl),
-                "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
-            }
-        )
+            rows[-1]["positive_control"] = bool(getattr(first, "positive_control", False))
+            if not isinstance(first, DistTask) and not rows[-1]["positive_control"]:
+                measured.append({**rows[-1], "_ctrl": ctrl})
+    groups = list(dict.fromkeys(r["group"] for r in measured))
+    if len(groups) > 1:
+        for g in groups:
+            rows.append(_mean_row(f"MEAN:{g}", g, [r for r in measured if r["group"] == g]))
+    if measured:
+        rows.append(_mean_row("MEAN", "generation tasks", measured))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _mean_row(label: str, group: str, measured: list[dict]) -> dict:
+    """Mean over task rows of clean, ablated and drop; the controls' spread is over each
+    control's mean drop (so ``p_ctrl`` compares like with like)."""
+    drop = float(np.mean([r["drop"] for r in measured]))
+    per_control = list(zip(*(r["_ctrl"] for r in measured), strict=True))
+    ctrl = [float(np.mean(c)) for c in per_control]
+    mean, std, z = _stats(drop, ctrl)
+    return {
+        "task": label,
+        "group": group,
+        "metric": "/".join(dict.fromkeys(r["metric"] for r in measured)),
+        "n": len(measured),
+        "seeds": max(r["seeds"] for r in measured),
+        "clean": float(np.mean([r["clean"] for r in measured])),
+        "ablated": float(np.mean([r["ablated"] for r in measured])),
+        "drop": drop,
+        "drop_se": math.nan,
+        "seed_std": math.nan,
+        "ctrl_mean": mean,
+        "ctrl_std": std,
+        "z": z,
+        "p_ctrl": p_ctrl(drop, ctrl),
+        "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
+        "positive_control": False,
+    }
 
 
 def task_key(task) -> str:

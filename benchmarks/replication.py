@@ -90,7 +90,7 @@ class Settings:
         base = cls(
             controls=2,
             n_items=8,
-            tasks=("lookup", "copy"),
+            tasks=("copy", "var_depth0"),  # a positive control and one measured task
             scan_seeds=(0,),
             scan_batch=8,
             null_samples=500,

@@ -12,13 +12,18 @@ from pathlib import Path
 
 from ablation.tasks import paper19, regbench, user, words, zoo
 from ablation.tasks.base import DistItem, DistTask, Example, GenItem, GenTask, Task
+from ablation.tasks.spec import TaskSpec, catalog
 from induction.errors import InputError
 
 SUITES = ("zoo", "words", "paper19", "regbench", "gsm8k")
 
 __all__ = [
     "SUITES",
+    "SUITE_SPECS",
+    "TaskSpec",
+    "catalog",
     "default_suite",
+    "suite_specs",
     "DistItem",
     "DistTask",
     "Example",
@@ -36,14 +41,25 @@ def default_suite(info) -> str:
     return "zoo" if info.zoo_vocabulary else "words"
 
 
+#: Each built-in suite's task records (:class:`ablation.tasks.spec.TaskSpec`).
+SUITE_SPECS = {
+    "zoo": lambda: list(zoo.SPECS),
+    "words": words.specs,
+    "paper19": lambda: list(paper19.SPECS),
+    "regbench": lambda: [regbench.SPEC],
+    "gsm8k": lambda: [paper19.GSM8K],
+}
+
+
+def suite_specs(suite: str) -> list[TaskSpec]:
+    """The task records of a built-in suite."""
+    if suite not in SUITE_SPECS:
+        raise InputError(f"unknown suite {suite!r}; use one of {', '.join(SUITES)}")
+    return SUITE_SPECS[suite]()
+
+
 def suite_task_names(suite: str) -> list[str]:
-    return {
-        "zoo": list(zoo.TASKS),
-        "words": words.task_names(),
-        "paper19": list(paper19.TASKS),
-        "regbench": ["regbench"],
-        "gsm8k": ["gsm8k"],
-    }[suite]
+    return [spec.name for spec in suite_specs(suite)]
 
 
 def load_suite(*args, seed: int = 0, **kwargs) -> list[Task]:

@@ -15,8 +15,12 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from induction.errors import InputError
+
+if TYPE_CHECKING:
+    from ablation.tasks.spec import TaskSpec
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class GenTask:
     suite: str = ""
     kind: str = "gen"
     seed: int = 0  # prompt seed the items were drawn with
+    positive_control: bool = False  # induction by construction: reported apart, not averaged
 
     @property
     def higher_is_better(self) -> bool:
@@ -175,3 +180,33 @@ def make_gen_task(
         group=group,
         suite=suite,
     )
+
+
+def make_task(
+    spec: TaskSpec,
+    examples: Sequence[Example],
+    shots: int,
+    n_items: int,
+    seed: int,
+    pool: Sequence[Example] | None = None,
+    joiner: str = "\n\n",
+    header: str = "",
+) -> GenTask:
+    """A few-shot generation task from its record (metric, group, decoding) and examples."""
+    task = make_gen_task(
+        spec.name,
+        examples,
+        shots,
+        n_items,
+        seed,
+        metric=spec.metric,
+        group=spec.group,
+        suite=spec.suite,
+        joiner=joiner,
+        header=header,
+        stop=spec.stop,
+        max_new_tokens=spec.max_new_tokens,
+        pool=pool,
+    )
+    task.positive_control = spec.positive_control
+    return task

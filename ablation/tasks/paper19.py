@@ -38,43 +38,95 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
-from ablation.tasks.base import Example, GenTask, make_gen_task
+from ablation.tasks.base import Example, GenTask, make_task
+from ablation.tasks.spec import TaskSpec, index
 from ablation.tasks.words import qa_example
 from induction.errors import InputError
 
-CLOSED = ("triviaqa", "tydiqa_nocontext", "nq_open", "webquestions")
-OPEN = ("tydiqa_goldp", "squad_v2", "drop", "quac", "coqa")
-MATH = ("asdiv", "mawps_addsub", "mawps_multiarith", "mawps_singleeq", "mawps_singleop", "svamp")
-PRIMITIVES = ("var_math_depth0", "var_math_depth1", "var_code_depth0", "var_code_depth1")
-TASKS = CLOSED + OPEN + MATH + PRIMITIVES
-GROUP = {
-    **{t: "closed_book_qa" for t in CLOSED},
-    **{t: "open_book_qa" for t in OPEN},
-    **{t: "math" for t in MATH},
-    **{t: "primitives" for t in PRIMITIVES},
-}
-DEFAULT_SHOTS = {"closed_book_qa": 5, "open_book_qa": 1, "math": 5, "primitives": 5}
 MAX_CONTEXT_CHARS = 3000  # open-book contexts are clipped to keep prompts CPU-sized
+CLOSED_FMT, OPEN_FMT = "Q: {x}\nA: {y}", "{context}\n\nQ: {x}\nA: {y}"
+MATH_FMT = "Question: {x}\nAnswer: {y}"
 
-# (folder, eval file glob, train file glob)
-FILES = {
-    "triviaqa": ("triviaqa", "*dev*.json", "*train*.json"),
-    "tydiqa_nocontext": ("tydiqa", "tydiqa-goldp*dev*.json", "tydiqa-goldp*train*.json"),
-    "tydiqa_goldp": ("tydiqa", "tydiqa-goldp*dev*.json", "tydiqa-goldp*train*.json"),
-    "nq_open": ("nq_open", "NQ-open.dev.jsonl", "NQ-open.train.jsonl"),
-    "webquestions": ("webquestions", "*test*.json", "*train*.json"),
-    "squad_v2": ("squad_v2", "dev-v2.0.json", "train-v2.0.json"),
-    "drop": ("drop", "drop_dataset_dev.json", "drop_dataset_train.json"),
-    "quac": ("quac", "val_v0.2.json", "train_v0.2.json"),
-    "coqa": ("coqa", "coqa-dev-v1.0.json", "coqa-train-v1.0.json"),
-    "asdiv": ("asdiv", "ASDiv.xml", None),
-    "mawps_addsub": ("mawps", "AddSub.json", None),
-    "mawps_multiarith": ("mawps", "MultiArith.json", None),
-    "mawps_singleeq": ("mawps", "SingleEq.json", None),
-    "mawps_singleop": ("mawps", "SingleOp.json", None),
-    "svamp": ("svamp", "SVAMP.json", None),
-    "gsm8k": ("gsm8k", "test.jsonl", "train.jsonl"),
-}
+
+def _dataset(name: str, group: str, source: str, train: str | None = None, hub=None) -> TaskSpec:
+    fmt = {"closed_book_qa": CLOSED_FMT, "open_book_qa": OPEN_FMT, "math": MATH_FMT}[group]
+    return TaskSpec(
+        name=name,
+        suite="paper19",
+        group=group,
+        metric="number" if group == "math" else "f1",
+        source=f"dataset:{source}",
+        prompt_format=fmt,
+        shots=1 if group == "open_book_qa" else 5,
+        n_items=100,
+        max_new_tokens=24,
+        train=train,
+        hub=hub,
+    )
+
+
+def _primitive(name: str) -> TaskSpec:
+    fmt = (
+        "Q: a=1, b=2, c=a, d=b, d=?\nA: {y}"
+        if "_math_" in name
+        else "a = 1\n...\nprint(d)\n# output: {y}"
+    )
+    return TaskSpec(
+        name=name,
+        suite="paper19",
+        group="primitives",
+        metric="em",
+        source="generator:ablation.tasks.paper19.var_assign_example",
+        prompt_format=fmt,
+        shots=5,
+        n_items=100,
+        max_new_tokens=4,
+    )
+
+
+#: The 19 tasks of Saunshi et al. 2025 in their four groups (hub: "name|config|eval|train").
+SPECS: list[TaskSpec] = [
+    _dataset("triviaqa", "closed_book_qa", "triviaqa/*dev*.json", "*train*.json",
+             "mandarjoshi/trivia_qa|rc.nocontext|validation|train"),
+    _dataset("tydiqa_nocontext", "closed_book_qa", "tydiqa/tydiqa-goldp*dev*.json",
+             "tydiqa-goldp*train*.json"),
+    _dataset("nq_open", "closed_book_qa", "nq_open/NQ-open.dev.jsonl", "NQ-open.train.jsonl",
+             "google-research-datasets/nq_open||validation|train"),
+    _dataset("webquestions", "closed_book_qa", "webquestions/*test*.json", "*train*.json",
+             "stanfordnlp/web_questions||test|train"),
+    _dataset("tydiqa_goldp", "open_book_qa", "tydiqa/tydiqa-goldp*dev*.json",
+             "tydiqa-goldp*train*.json"),
+    _dataset("squad_v2", "open_book_qa", "squad_v2/dev-v2.0.json", "train-v2.0.json",
+             "rajpurkar/squad_v2||validation|train"),
+    _dataset("drop", "open_book_qa", "drop/drop_dataset_dev.json", "drop_dataset_train.json"),
+    _dataset("quac", "open_book_qa", "quac/val_v0.2.json", "train_v0.2.json"),
+    _dataset("coqa", "open_book_qa", "coqa/coqa-dev-v1.0.json", "coqa-train-v1.0.json"),
+    _dataset("asdiv", "math", "asdiv/ASDiv.xml"),
+    _dataset("mawps_addsub", "math", "mawps/AddSub.json"),
+    _dataset("mawps_multiarith", "math", "mawps/MultiArith.json"),
+    _dataset("mawps_singleeq", "math", "mawps/SingleEq.json"),
+    _dataset("mawps_singleop", "math", "mawps/SingleOp.json"),
+    _dataset("svamp", "math", "svamp/SVAMP.json", None, "ChilleD/SVAMP||test|train"),
+    *(_primitive(f"var_{fmt}_depth{d}") for fmt in ("math", "code") for d in (0, 1)),
+]  # fmt: skip
+BY_NAME = index(SPECS)
+TASKS = tuple(BY_NAME)
+#: GSM8K (suite ``gsm8k``): 8-shot chain of thought up to ``#### N``.
+GSM8K = TaskSpec(
+    name="gsm8k",
+    suite="gsm8k",
+    group="math",
+    metric="number",
+    source="dataset:gsm8k/test.jsonl",
+    prompt_format="Question: {x}\nAnswer: ... #### {y}",
+    shots=8,
+    n_items=100,
+    max_new_tokens=256,
+    stop=("\n\n", "Question:"),
+    train="train.jsonl",
+    hub="openai/gsm8k|main|test|train",
+)
+_ALL = {**BY_NAME, "gsm8k": GSM8K}
 
 
 def default_data_dir() -> Path:
@@ -287,55 +339,25 @@ PARSERS: dict[str, Callable[[Path], list[Example]]] = {
     "gsm8k": parse_gsm8k,
 }
 
-# Hub datasets whose rows map onto the released formats above (used only with hub=True).
-HUB = {
-    "nq_open": (
-        "google-research-datasets/nq_open",
-        None,
-        "validation",
-        "train",
-        lambda r: _closed(r["question"], r["answer"]),
-    ),
-    "webquestions": (
-        "stanfordnlp/web_questions",
-        None,
-        "test",
-        "train",
-        lambda r: _closed(r["question"], r["answers"]),
-    ),
-    "triviaqa": (
-        "mandarjoshi/trivia_qa",
-        "rc.nocontext",
-        "validation",
-        "train",
-        lambda r: _closed(r["question"], [r["answer"]["value"], *r["answer"]["aliases"]]),
-    ),
-    "squad_v2": (
-        "rajpurkar/squad_v2",
-        None,
-        "validation",
-        "train",
-        lambda r: _open(r["context"], r["question"], r["answers"]["text"]),
-    ),
-    "svamp": (
-        "ChilleD/SVAMP",
-        None,
-        "test",
-        "train",
-        lambda r: _math(f"{r['Body']} {r['Question']}", r["Answer"]),
-    ),
-    "gsm8k": (
-        "openai/gsm8k",
-        "main",
-        "test",
-        "train",
-        lambda r: gsm8k_example(r["question"], r["answer"]),
-    ),
+# How a hub dataset's rows map onto Examples (used only with hub=True; names in the records).
+HUB_ROWS: dict[str, Callable[[dict], Example]] = {
+    "nq_open": lambda r: _closed(r["question"], r["answer"]),
+    "webquestions": lambda r: _closed(r["question"], r["answers"]),
+    "triviaqa": lambda r: _closed(r["question"], [r["answer"]["value"], *r["answer"]["aliases"]]),
+    "squad_v2": lambda r: _open(r["context"], r["question"], r["answers"]["text"]),
+    "svamp": lambda r: _math(f"{r['Body']} {r['Question']}", r["Answer"]),
+    "gsm8k": lambda r: gsm8k_example(r["question"], r["answer"]),
 }
 
 
+def _files(spec: TaskSpec) -> tuple[str, str, str | None]:
+    """(folder, evaluation glob, train glob) of a dataset record."""
+    folder, _, pattern = spec.source.removeprefix("dataset:").partition("/")
+    return folder, pattern, spec.train
+
+
 def layout_hint(task: str, data_dir: Path) -> str:
-    folder, pattern, _ = FILES[task]
+    folder, pattern, _ = _files(_ALL[task])
     return f"{data_dir / folder / pattern}"
 
 
@@ -348,7 +370,8 @@ def _find(folder: Path, pattern: str | None) -> Path | None:
 
 def load_examples(task: str, data_dir: Path, hub: bool = False):
     """(evaluation examples, demonstration pool or None) for a dataset-backed task."""
-    folder, eval_pat, train_pat = FILES[task]
+    spec = _ALL[task]
+    folder, eval_pat, train_pat = _files(spec)
     path = _find(data_dir / folder, eval_pat)
     if path is not None:
         exs = PARSERS[task](path)
@@ -357,21 +380,23 @@ def load_examples(task: str, data_dir: Path, hub: bool = False):
         train = _find(data_dir / folder, train_pat)
         pool = PARSERS[task](train) if train is not None else None
         return exs, pool
-    if hub and task in HUB:
-        return _from_hub(task)
+    if hub and spec.hub:
+        return _from_hub(spec)
     raise InputError(
         f"no local data for task {task!r}: expected {layout_hint(task, data_dir)} "
         f"(set --data-dir or $INDUCTION_DATA; see `ablation.tasks.paper19` for the layout"
-        + (", or pass --hub with network access)" if task in HUB else ")")
+        + (", or pass --hub with network access)" if spec.hub else ")")
     )
 
 
-def _from_hub(task: str):
+def _from_hub(spec: TaskSpec):
     try:
         import datasets
     except ImportError:
         raise InputError("--hub needs the `datasets` package: pip install datasets") from None
-    name, config, split, train_split, conv = HUB[task]
+    name, config, split, train_split = spec.hub.split("|")
+    config = config or None
+    conv = HUB_ROWS[spec.name]
     try:
         ev = datasets.load_dataset(name, config, split=split)
         tr = datasets.load_dataset(name, config, split=train_split)
@@ -421,18 +446,7 @@ def primitive_task(name: str, shots: int, n_items: int, seed: int) -> GenTask:
         )
     )
     pool, evaluated = exs[: max(4 * shots, 20)], exs[max(4 * shots, 20) :]
-    return make_gen_task(
-        name,
-        evaluated,
-        shots,
-        n_items,
-        seed,
-        metric="em",
-        group="primitives",
-        suite="paper19",
-        pool=pool,
-        max_new_tokens=4,
-    )
+    return make_task(BY_NAME[name], evaluated, shots, n_items, seed, pool=pool)
 
 
 def load(
@@ -446,27 +460,13 @@ def load(
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     tasks = []
     for name in names or TASKS:
-        group = GROUP[name]
-        k = DEFAULT_SHOTS[group] if shots is None else shots
-        if group == "primitives":
+        spec = BY_NAME[name]
+        k = spec.shots if shots is None else shots
+        if spec.source.startswith("generator:"):
             tasks.append(primitive_task(name, k, n_items, seed))
             continue
         exs, pool = load_examples(name, data_dir, hub)
-        metric = "number" if group == "math" else "f1"
-        tasks.append(
-            make_gen_task(
-                name,
-                exs,
-                k,
-                n_items,
-                seed,
-                metric=metric,
-                group=group,
-                suite="paper19",
-                pool=pool,
-                max_new_tokens=24,
-            )
-        )
+        tasks.append(make_task(spec, exs, k, n_items, seed, pool=pool))
     return tasks
 
 
@@ -480,18 +480,7 @@ def load_gsm8k(
 ) -> list[GenTask]:
     data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
     exs, pool = load_examples("gsm8k", data_dir, hub)
-    return [
-        make_gen_task(
-            "gsm8k",
-            exs,
-            8 if shots is None else shots,
-            n_items,
-            seed,
-            metric="number",
-            group="math",
-            suite="gsm8k",
-            pool=pool,
-            stop=["\n\n", "Question:"],
-            max_new_tokens=max_new_tokens,
-        )
-    ]
+    shots = GSM8K.shots if shots is None else shots
+    task = make_task(GSM8K, exs, shots, n_items, seed, pool=pool)
+    task.max_new_tokens = max_new_tokens
+    return [task]

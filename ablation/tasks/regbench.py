@@ -34,6 +34,7 @@ import numpy as np
 
 from ablation.metrics import distribution_scores
 from ablation.tasks.base import DistItem, DistTask
+from ablation.tasks.spec import TaskSpec
 from induction.errors import InputError
 
 LETTERS = tuple(chr(ord("a") + i) for i in range(18))
@@ -231,6 +232,18 @@ def make_item(
     return DistItem(
         ids=ids, positions=positions, valid=valid, support=[sym_ids[a] for a in dfa.alphabet]
     )
+
+
+SPEC = TaskSpec(
+    name="regbench",
+    suite="regbench",
+    group="regbench",
+    metric="tvd",
+    source="generator:ablation.tasks.regbench.random_test_dfa",
+    prompt_format="abca | bc | ... (10-19 strings of a held-out random automaton)",
+    shots=0,
+    n_items=32,
+)
 
 
 def load(

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ablation.tasks.base import Example, GenTask, make_gen_task
+from ablation.tasks.base import Example, GenTask, make_task
+from ablation.tasks.spec import TaskSpec
 
 DATA = Path(__file__).parent / "data" / "words"
 
@@ -20,8 +21,29 @@ def task_names() -> list[str]:
     return sorted(p.stem for p in DATA.glob("*.json"))
 
 
+def specs() -> list[TaskSpec]:
+    """One record per shipped JSON file (its ``metric`` field, token F1 by default)."""
+    out = []
+    for name in task_names():
+        meta, _ = load_examples(DATA / f"{name}.json")
+        out.append(
+            TaskSpec(
+                name=name,
+                suite="words",
+                group="words",
+                metric=meta.get("metric", "f1"),
+                source=f"file:ablation/tasks/data/words/{name}.json",
+                prompt_format="Q: {x}\nA: {y}",
+                shots=5,
+                n_items=40,
+                max_new_tokens=10,
+            )
+        )
+    return out
+
+
 def load_examples(path: Path) -> tuple[dict, list[Example]]:
-    meta = json.loads(path.read_text())
+    meta = json.loads(path.read_text(encoding="utf-8"))
     exs = [qa_example(it["input"], it["output"]) for it in meta["items"]]
     return meta, exs
 
@@ -33,21 +55,9 @@ def qa_example(x: str, golds: list[str] | str) -> Example:
 
 
 def load(shots: int = 5, n_items: int = 40, seed: int = 0, names=None) -> list[GenTask]:
+    by_name = {spec.name: spec for spec in specs()}
     tasks = []
-    for name in names or task_names():
-        meta, exs = load_examples(DATA / f"{name}.json")
-        tasks.append(
-            make_gen_task(
-                name,
-                exs,
-                shots=shots,
-                n_items=n_items,
-                seed=seed,
-                metric=meta.get("metric", "f1"),
-                group="words",
-                suite="words",
-                stop=["\n"],
-                max_new_tokens=10,
-            )
-        )
+    for name in names or by_name:
+        _, exs = load_examples(DATA / f"{name}.json")
+        tasks.append(make_task(by_name[name], exs, shots, n_items, seed))
     return tasks

@@ -28,13 +28,33 @@ from __future__ import annotations
 import numpy as np
 
 from ablation.tasks.base import DistItem, DistTask, GenItem, GenTask
+from ablation.tasks.spec import TaskSpec, index
 from induction.zoo import corpus
 from induction.zoo import vocab as V
 
 SEED_OFFSET = 10_000
-TASKS = ("lookup", "copy", "var_depth0", "var_depth1", "regbench")
-DEFAULT_SHOTS = {"lookup": 12, "copy": 0, "var_depth0": 3, "var_depth1": 3}
 CONTEXT = 96  # default prompt budget: the zoo's training sequence length (card config seq_len)
+
+
+def _spec(name, metric, fmt, shots, positive_control=False, **kw) -> TaskSpec:
+    return TaskSpec(name=name, suite="zoo", group="zoo", metric=metric,
+                    source=f"generator:ablation.tasks.zoo.{name.rstrip('01')}",
+                    prompt_format=fmt, shots=shots, n_items=64,
+                    positive_control=positive_control, **kw)  # fmt: skip
+
+
+#: ``copy`` and ``lookup`` are induction by construction: positive controls, kept out of the
+#: mean drop and reported apart.
+SPECS: list[TaskSpec] = [
+    _spec("lookup", "em", "k > v , ... , k > {y}", 12, True, max_new_tokens=3, stop=(",", ".")),
+    _spec("copy", "f1", "r r[:8] {y}", 0, True, max_new_tokens=4, stop=()),
+    _spec("var_depth0", "em", "a = 3 , b = a ; a ? {y} .", 3, max_new_tokens=3, stop=(".", ",")),
+    _spec("var_depth1", "em", "a = 3 , b = a ; b ? {y} .", 3, max_new_tokens=3, stop=(".", ",")),
+    _spec("regbench", "tvd", "abc | ab | ...", 0),
+]
+BY_NAME = index(SPECS)
+TASKS = tuple(BY_NAME)
+DEFAULT_SHOTS = {spec.name: spec.shots for spec in SPECS}
 
 
 def _rng(seed: int, task: str) -> np.random.Generator:
@@ -140,4 +160,6 @@ def load(
             tasks.append(var_assign(int(name[-1]), n_items, k, seed, max_tokens))
         elif name == "regbench":
             tasks.append(regbench(max(8, n_items // 2), seed, max_tokens))
+    for task in tasks:
+        task.positive_control = BY_NAME[task.name].positive_control
     return tasks

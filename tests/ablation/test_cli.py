@@ -93,7 +93,7 @@ def test_interrupted_run_leaves_no_report_and_resumes(tiny_llama_dir, tmp_path, 
         return real(self, *a, **k)
 
     monkeypatch.setattr(engine_mod.Engine, "evaluate", flaky)
-    args = [tiny_llama_dir, "--suite", "zoo", "--task", "copy", "--task", "lookup",
+    args = [tiny_llama_dir, "--suite", "zoo", "--task", "copy", "--task", "var_depth0",
             "--n-items", 4, "--controls", 1, "--heads", "0.1,1.2", "--quiet",
             "--out", out]  # fmt: skip
     first = ablate(*args)
