@@ -39,6 +39,19 @@ def test_dot_slash_and_path_objects_mean_the_local_folder(local_grown):
         assert spec.name == "grown"
 
 
+@needs_zoo
+def test_grow_lineage_and_load_agree_on_grown(local_grown):
+    """`induction grow grown` and `induction lineage grown` name the same model."""
+    from lineage.api import traced_model
+    from lineage.checkpoint import resolve_checkpoint
+
+    zoo = registry.zoo_path("grown")
+    assert resolve_checkpoint("grown") == zoo
+    assert traced_model("grown").folder == zoo
+    assert resolve_checkpoint("./grown").resolve() == local_grown.resolve()
+    assert traced_model("./grown").folder.resolve() == local_grown.resolve()
+
+
 def test_smollm2_is_a_packaged_gguf():
     try:
         spec = resolve_spec("smollm2")
