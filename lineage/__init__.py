@@ -32,6 +32,8 @@ _LAZY = {
     "compare_with_log": "lineage.infer",
     "trace": "lineage.api",
     "TraceResult": "lineage.api",
+    "TraceConfig": "lineage.api",
+    "TracedModel": "lineage.api",
 }
 
 __all__ = sorted(_LAZY)

@@ -2,34 +2,175 @@
 duplication log, loop plan, or weights), scores its heads (or reads a score table), and
 returns the per-head ancestry, the top-n summary and the ancestry graph, optionally writing
 the table and graph files.
+
+The steps, each a small function: :func:`traced_model` (the resolved spec and its folder's
+config facts, loading nothing a folder can tell), :func:`resolve_lineage` (log, loop plan or
+inferred), :func:`get_scores` and :func:`ancestor_scores` (a table or a scan now), ancestry,
+summary, graph, and :func:`write_outputs`. Rendering lives in :mod:`lineage.render`.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError, LineageError
-from induction.layers import config_depth, config_heads
-from lineage.log import DuplicationLog, duplication_log
+from lineage.log import DuplicationLog, duplication_log, folder_log
+from lineage.summary import INDUCTION_THRESHOLD
+
+if TYPE_CHECKING:
+    from induction.checkpoint import ConfigFacts
+    from induction.loading import LoadedModel
+    from induction.specs import ModelSpec
+
+
+# --------------------------------------------------------------------------- the model
 
 
 @dataclass
-class ModelFacts:
-    name: str
-    folder: Path | None
-    n_layers: int  # unrolled for looped models
-    n_heads: int
+class TracedModel:
+    """The model a trace is about: its resolved spec, the config facts of its folder (read
+    without loading it), its duplication log, and the loaded model once a scan needs it."""
+
+    spec: ModelSpec
+    config: ConfigFacts | None  # zoo and folder specs; None for models loaded up front
     log: DuplicationLog | None
-    loop_plan: Any
-    loaded: Any = None  # LoadedModel once loaded
+    loaded: LoadedModel | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def folder(self) -> Path | None:
+        return self.spec.folder
+
+    @property
+    def n_layers(self) -> int:
+        """Layers the model runs (unrolled for looped models)."""
+        return self.config.n_layers if self.config is not None else self.loaded.info.n_layers
+
+    @property
+    def n_heads(self) -> int:
+        return self.config.n_heads if self.config is not None else self.loaded.info.n_heads
+
+    @property
+    def loop_plan(self):
+        return self.config.loop_plan if self.config is not None else self.loaded.loop_plan
+
+    @property
+    def stored_layers(self) -> int:
+        """Layers stored on disk (a looped model's block is stored once)."""
+        plan = self.loop_plan
+        return plan.stored_layers if plan is not None else self.n_layers
+
+    def load(self, device="auto", dtype=None, trust_remote_code=False) -> LoadedModel:
+        """The loaded model, loading the resolved spec on first use."""
+        if self.loaded is None:
+            from induction.loading import load_model
+
+            self.loaded = load_model(
+                self.spec, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+            )
+        return self.loaded
+
+
+def traced_model(model: Any, device="auto", dtype=None, trust_remote_code=False) -> TracedModel:
+    """Resolve ``model`` (a spec or a LoadedModel; :func:`induction.specs.resolve_spec`).
+
+    Zoo models and checkpoint folders are read from their files (config, log, loop plan)
+    without loading; anything else is loaded now.
+    """
+    from induction.specs import is_loaded_model, resolve_spec
+
+    spec = resolve_spec(model)
+    if spec.kind in ("zoo", "folder"):
+        from induction.checkpoint import read_config_facts
+
+        config = read_config_facts(spec.path)
+        if config.n_heads is None:
+            raise InputError(f"{spec.path / 'config.json'} gives no attention head count")
+        return TracedModel(spec, config, folder_log(spec.path, config.depth))
+    traced = TracedModel(spec, None, None, spec.obj if is_loaded_model(spec.obj) else None)
+    loaded = traced.load(device, dtype, trust_remote_code)
+    traced.log = duplication_log(loaded)
+    return traced
+
+
+# --------------------------------------------------------------------------- options
+
+
+@dataclass
+class TraceConfig:
+    """Options of :func:`trace` (and ``induction lineage``).
+
+    ``scores`` / ``initial_scores`` are tables (DataFrame or file) with ``layer``, ``head`` and
+    ``score`` columns; without ``scores`` the model is scanned now
+    (:func:`induction.scores.induction_scores`), and ``initial`` (a model spec) is scanned for
+    the ancestor stage's scores. ``infer`` takes the lineage from weight similarity
+    (:mod:`lineage.infer`) and, when the model has a log, reports the agreement. ``out`` writes
+    the per-head ancestry table with scores; ``export`` writes the graph (suffix picks the
+    format, :mod:`lineage.export`).
+    """
+
+    log: str | Path | DuplicationLog | None = None
+    scores: Any = None
+    top: int = 12
+    initial_scores: Any = None
+    initial: Any = None
+    stage: int = 0
+    infer: bool = False
+    score: str = "induction"
+    threshold: float = INDUCTION_THRESHOLD
+    cover: float = 0.8
+    seeds: int | list[int] = 3
+    batch: int = 32
+    device: str = "auto"
+    dtype: str | None = None
+    trust_remote_code: bool = False
+    out: str | Path | None = None
+    export: list[str | Path] | None = None
+
+    @property
+    def export_paths(self) -> list[Path]:
+        return [Path(p) for p in (self.export or [])]
+
+    @property
+    def load_options(self) -> dict:
+        return {
+            "device": self.device,
+            "dtype": self.dtype,
+            "trust_remote_code": self.trust_remote_code,
+        }
+
+    def check(self) -> None:
+        """Refuse bad output suffixes and conflicting options before any work."""
+        from induction.io import TABLE_SUFFIXES
+        from lineage.export import SUFFIXES
+
+        for p in self.export_paths:
+            if p.suffix.lower() not in SUFFIXES:
+                raise InputError(
+                    f"cannot export a graph to {p.name!r}: unknown suffix "
+                    f"{p.suffix or '(none)'!r}; use one of {', '.join(SUFFIXES)}"
+                )
+        if self.out is not None and Path(self.out).suffix.lower() not in TABLE_SUFFIXES:
+            raise InputError(
+                f"cannot write a table to {Path(self.out).name!r}; use one of "
+                f"{', '.join(TABLE_SUFFIXES)}"
+            )
+        if self.initial is not None and self.initial_scores is not None:
+            raise InputError("pass either initial or initial_scores, not both")
+
+
+# --------------------------------------------------------------------------- the result
 
 
 @dataclass
 class TraceResult:
-    facts: ModelFacts
+    model: TracedModel
     lineage: Any  # lineage.ancestry.Lineage
     ancestry: Any  # DataFrame (head_ancestry)
     scores: Any  # DataFrame
@@ -40,9 +181,44 @@ class TraceResult:
     written: list[Path] = field(default_factory=list)
     scores_source: str = ""
 
+    @property
+    def facts(self) -> TracedModel:
+        """The traced model (its former name)."""
+        return self.model
+
+    @property
+    def highlight(self) -> list[str]:
+        """Graph node ids of the top heads."""
+        from lineage.graph import node_id
+
+        final = self.lineage.final_stage
+        return [node_id(final, r.layer, r.head) for r in self.summary.top.itertuples()]
+
+    def to_frame(self):
+        """The per-head ancestry table with each head's scores (what ``--out`` writes)."""
+        sc, anc = self.scores, self.ancestry
+        keep = [c for c in sc.columns if c not in anc.columns or c in ("layer", "head")]
+        return anc.merge(sc[keep], on=["layer", "head"], how="left")
+
+    def save(self, path: str | Path) -> Path:
+        """Write :meth:`to_frame` atomically (suffix: .csv, .parquet, .json, .jsonl)."""
+        from induction.io import write_table
+
+        return write_table(self.to_frame(), path)
+
+    def plot(self, path: str | Path | None = None):
+        """The ancestry figure (plotly, top heads highlighted); with ``path``, write the graph
+        there instead (``.html``: this figure; other suffixes: :mod:`lineage.export`)."""
+        from lineage.export import export_graph, figure
+
+        title = self.summary.sentence
+        if path is None:
+            return figure(self.graph, title=title, highlight=self.highlight)
+        return export_graph(self.graph, path, title=title, highlight=self.highlight)
+
     def to_dict(self) -> dict:
         d = {
-            "model": self.facts.name,
+            "model": self.model.name,
             "lineage_source": self.lineage.source if not self.inferred else "inferred",
             "depths": list(self.lineage.depths),
             "n_heads": self.lineage.n_heads,
@@ -64,141 +240,123 @@ class TraceResult:
         return d
 
     def print(self, console=None) -> None:
-        from rich.console import Console
-        from rich.table import Table
+        """Print the summary tables (:func:`lineage.render.print_trace`)."""
+        from lineage.render import print_trace
 
-        console = console or Console()
-        s = self.summary
-        lin = self.lineage
-        source = "inferred from weights" if self.inferred is not None else lin.source
-        depths = " -> ".join(map(str, lin.depths))
-        console.print(
-            f"[bold]{self.facts.name}[/bold]: {lin.final_depth} layers x {lin.n_heads} heads; "
-            f"lineage: {source} ({depths} layers); scores: {self.scores_source}"
+        print_trace(self, console)
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def refuse_overwrites(traced: TracedModel, cfg: TraceConfig) -> None:
+    """No output may replace an input (the model folder, log or score tables)."""
+    from induction.io import refuse_overwrite_input
+
+    inputs = [traced.folder]
+    inputs += [Path(v) for v in (cfg.log, cfg.scores, cfg.initial_scores) if _is_path(v)]
+    for p in [*cfg.export_paths, *([Path(cfg.out)] if cfg.out is not None else [])]:
+        refuse_overwrite_input(p, *inputs)
+
+
+def resolve_lineage(traced: TracedModel, cfg: TraceConfig):
+    """``(Lineage, InferredLineage | None, agreement | None)``: from the log (the model's or
+    ``cfg.log``) or loop plan, or inferred from weights with ``cfg.infer``."""
+    from lineage.ancestry import Lineage
+
+    real_log = _real_log(traced, cfg.log)
+    if cfg.infer:
+        return _inferred_lineage(traced, real_log, cfg)
+    if real_log is None and traced.loop_plan is None:
+        raise LineageError(
+            f"{traced.name} has no duplication_log.json or loop_plan.json: pass --log LOG, "
+            "or --infer to infer the lineage from weights"
         )
-        console.print(f"[bold]{s.sentence}[/bold]")
-        console.print(s.detail)
-        t = Table(title=f"Top {s.n_top} heads by {s.score}", title_justify="left")
-        for col in ("rank", "head", s.score, "ancestor", "path (layers by stage)"):
-            t.add_column(col, justify="right" if col in ("rank", s.score) else "left")
-        for r in s.top.itertuples(index=False):
-            t.add_row(str(r.rank), r.label, f"{getattr(r, s.score):.3f}", r.ancestors, r.path)
-        console.print(t)
-        a = Table(
-            title=f"Ancestors (stage {s.ancestor_stage}) of the top {s.n_top}",
-            title_justify="left",
-        )
-        a.add_column("ancestor")
-        a.add_column("top", justify="right")
-        a.add_column("desc.", justify="right")
-        a.add_column("mean", justify="right")
-        has_init = "ancestor_score" in s.ancestors.columns
-        if has_init:
-            a.add_column("own (IH?)", justify="right")
-        a.add_column(f"top descendants ({s.score})")
-        for r in s.ancestors.itertuples(index=False):
-            row = [r.ancestor, str(r.n_top), str(r.n_descendants), f"{r.score_mean:.3f}"]
-            if has_init:
-                own = r.ancestor_score
-                flag = r.was_induction_head
-                row.append("-" if own != own else f"{own:.3f} {'yes' if flag else 'no'}")
-            row.append(r.descendants.replace("; ", ", "))
-            a.add_row(*row)
-        console.print(a)
-        if self.inferred is not None:
-            conf = self.inferred.confidence
-            console.print(
-                f"inferred: {self.inferred.n_families} ancestor layers, families "
-                f"{self.inferred.families}, confidence min {min(conf):.2f} / mean "
-                f"{sum(conf) / len(conf):.2f} (threshold {self.inferred.threshold:.3f})"
-            )
-        if self.agreement is not None:
-            ag = self.agreement
-            console.print(
-                f"agreement with the duplication log: partition "
-                f"{'equal' if ag['partition_equal'] else 'DIFFERENT'}, layers "
-                f"{ag['layer_agreement']:.0%}, pairs {ag['pair_agreement']:.0%}"
-            )
-        for note in s.notes:
-            console.print(f"note: {note}")
-        for p in self.written:
-            console.print(f"wrote {p}")
+    lin = Lineage.build(
+        real_log, loop_plan=traced.loop_plan, n_heads=traced.n_heads, n_layers=traced.n_layers
+    )
+    return lin, None, None
 
 
-# --------------------------------------------------------------------------- model facts
+def _real_log(traced: TracedModel, log) -> DuplicationLog | None:
+    if log is None:
+        return traced.log
+    real = log if isinstance(log, DuplicationLog) else DuplicationLog.load(log)
+    real.check_depth(traced.stored_layers)
+    return real
 
 
-def _read_json(path: Path) -> dict:
-    import json
+def _inferred_lineage(traced: TracedModel, real_log: DuplicationLog | None, cfg: TraceConfig):
+    from lineage.ancestry import Lineage
+    from lineage.infer import compare_with_log, infer_lineage
 
-    try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path} is not valid JSON ({exc})") from None
-
-
-def _facts_from_folder(folder: Path, name: str) -> ModelFacts:
-    from induction.looped import LoopPlan
-
-    cfg_path = folder / "config.json"
-    if not cfg_path.is_file():
-        raise InputError(f"{folder} has no config.json; expected a Hugging Face checkpoint folder")
-    cfg = _read_json(cfg_path)
-    depth = (config_depth(cfg) or (None, None))[1]
-    heads = config_heads(cfg)
-    if depth is None or heads is None:
-        raise InputError(f"{cfg_path} gives no layer or head count")
-    plan = LoopPlan.load(folder) if (folder / "loop_plan.json").is_file() else None
-    log = None
-    if (folder / "duplication_log.json").is_file():
-        log = DuplicationLog.load(folder / "duplication_log.json")
-        log.check_depth(depth)  # the stored layers
-    n_layers = plan.unrolled_depth if plan is not None else depth
-    return ModelFacts(name, folder, n_layers, heads, log, plan)
+    if traced.loop_plan is not None:
+        raise LineageError("a looped model's lineage is its loop plan; --infer is for grown models")
+    source = traced.folder
+    if source is None:
+        source = traced.load(**cfg.load_options).hf_model
+    inferred = infer_lineage(source, n_heads=traced.n_heads)
+    agreement = compare_with_log(inferred, real_log) if real_log is not None else None
+    lin = Lineage.build(inferred.to_log(), n_heads=traced.n_heads, n_layers=traced.n_layers)
+    return lin, inferred, agreement
 
 
-def model_facts(model: Any, device="auto", dtype=None, trust_remote_code=False) -> ModelFacts:
-    """Facts about ``model`` (spec or LoadedModel), loading it only when it is not a folder."""
-    if hasattr(model, "info") and hasattr(model, "bridge"):
-        info = model.info
-        folder = Path(info.path) if info.path and Path(info.path).is_dir() else None
-        return ModelFacts(
-            info.name,
-            folder,
-            info.n_layers,
-            info.n_heads,
-            duplication_log(model),
-            model.loop_plan,
-            model,
-        )
-    if isinstance(model, str | os.PathLike):
-        text = os.fspath(model)
-        from induction.zoo import registry
+def ancestor_stage(lin, stage: int) -> int:
+    """``stage`` checked against the lineage: an existing stage before the final model."""
+    stage = lin.check_stage(stage, "--stage")
+    if stage == lin.final_stage and lin.final_stage > 0:
+        raise InputError(f"--stage {stage} is the final model; ancestors need an earlier stage")
+    return stage
 
-        if isinstance(model, str) and registry.is_zoo_name(text) and not text.startswith("."):
-            folder = registry.zoo_path(text)
-            return _facts_from_folder(folder, folder.name)
-        path = Path(text).expanduser()
-        if path.is_dir():
-            return _facts_from_folder(path, path.resolve().name)
+
+def get_scores(traced: TracedModel, cfg: TraceConfig):
+    """``(score table, where it came from)``: ``cfg.scores``, else a scan of the model now."""
+    sc = _read_scores(cfg.scores, "score table")
+    if sc is not None:
+        return sc, str(cfg.scores) if _is_path(cfg.scores) else "given table"
+    sc = _scan(traced.load(**cfg.load_options), cfg)
+    return sc, f"scanned now (seeds {sc.attrs.get('seeds')}, batch {cfg.batch})"
+
+
+def ancestor_scores(traced: TracedModel, lin, stage: int, cfg: TraceConfig):
+    """Scores of the ancestor stage's network, or None: ``cfg.initial_scores``, else a scan of
+    ``cfg.initial``, else of the pre-growth network a grown zoo model ships."""
+    init_sc = _read_scores(cfg.initial_scores, "initial score table")
+    initial = cfg.initial
+    if initial is None and init_sc is None:
+        initial = shipped_stage(traced.folder, stage)
+    if initial is None:
+        return init_sc
     from induction.loading import load_model
 
-    loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
-    return model_facts(loaded)
-
-
-def _ensure_loaded(facts: ModelFacts, spec: Any, device, dtype, trust_remote_code):
-    if facts.loaded is None:
-        from induction.loading import load_model
-
-        target = facts.folder if facts.folder is not None else spec
-        facts.loaded = load_model(
-            str(target) if isinstance(target, Path) else target,
-            device=device,
-            dtype=dtype,
-            trust_remote_code=trust_remote_code,
+    init_loaded = load_model(initial, **cfg.load_options)
+    if init_loaded.info.n_layers != lin.depths[stage]:
+        raise LineageError(
+            f"--initial model has {init_loaded.info.n_layers} layers but stage {stage} of the "
+            f"lineage has {lin.depths[stage]}"
         )
-    return facts.loaded
+    return _scan(init_loaded, cfg)
+
+
+def shipped_stage(folder: Path | None, stage: int) -> str | None:
+    """Grown zoo models ship their pre-growth networks: ``initial/`` for stage 0,
+    ``stage<k>/`` for the network just before the (k+1)-th growth (see ``zoo.train``)."""
+    if folder is None:
+        return None
+    shipped = Path(folder) / ("initial" if stage == 0 else f"stage{stage}")
+    return str(shipped) if (shipped / "config.json").is_file() else None
+
+
+def write_outputs(result: TraceResult, cfg: TraceConfig) -> None:
+    """Write the ancestry table (``cfg.out``) and graph files (``cfg.export``)."""
+    if cfg.out is not None:
+        result.written.append(result.save(cfg.out))
+    for p in cfg.export_paths:
+        result.written.append(result.plot(p))
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, str | os.PathLike)
 
 
 def _read_scores(value: Any, what: str):
@@ -219,170 +377,58 @@ def _read_scores(value: Any, what: str):
         raise InputError(f"cannot read {what} {path}: {' '.join(str(exc).split())}") from None
 
 
-def _scan(loaded, score: str, seeds, batch: int):
+def _scan(loaded, cfg: TraceConfig):
     from induction.scores import induction_scores
 
-    return induction_scores(loaded, scores=score, seeds=seeds, batch=batch, progress=False)
+    return induction_scores(
+        loaded, scores=cfg.score, seeds=cfg.seeds, batch=cfg.batch, progress=False
+    )
 
 
 # --------------------------------------------------------------------------- trace
 
 
-def trace(
-    model: Any = "grown",
-    *,
-    log: str | Path | DuplicationLog | None = None,
-    scores: Any = None,
-    top: int = 12,
-    initial_scores: Any = None,
-    initial: Any = None,
-    stage: int = 0,
-    infer: bool = False,
-    score: str = "induction",
-    threshold: float = 0.4,
-    cover: float = 0.8,
-    seeds: int | list[int] = 3,
-    batch: int = 32,
-    device: str = "auto",
-    dtype: str | None = None,
-    trust_remote_code: bool = False,
-    out: str | Path | None = None,
-    export: list[str | Path] | None = None,
-) -> TraceResult:
+def trace(model: Any = "grown", config: TraceConfig | None = None, **options) -> TraceResult:
     """Trace the ``top`` heads of ``model`` back to their ancestors at ``stage``.
 
-    ``scores`` / ``initial_scores`` are tables (DataFrame or file) with ``layer``, ``head`` and
-    ``score`` columns; without ``scores`` the model is scanned now
-    (:func:`induction.scores.induction_scores`), and ``initial`` (a model spec) is scanned for
-    the ancestor stage's scores. ``infer`` takes the lineage from weight similarity
-    (:mod:`lineage.infer`) and, when the model has a log, reports the agreement. ``out`` writes
-    the per-head ancestry table with scores; ``export`` writes the graph (suffix picks the
-    format, :mod:`lineage.export`).
+    ``options`` are :class:`TraceConfig` fields (``scores``, ``top``, ``initial_scores``,
+    ``initial``, ``stage``, ``infer``, ``out``, ``export``, ...); with ``config`` they
+    override its values.
     """
-    from induction.io import TABLE_SUFFIXES, refuse_overwrite_input, write_table
-    from lineage.ancestry import Lineage, head_ancestry
-    from lineage.export import SUFFIXES, export_graph
-    from lineage.graph import lineage_graph, node_id
+    from lineage.ancestry import head_ancestry
+    from lineage.graph import lineage_graph
     from lineage.summary import summarize
 
-    export = [Path(p) for p in (export or [])]
-    for p in export:
-        if p.suffix.lower() not in SUFFIXES:
-            raise InputError(
-                f"cannot export a graph to {p.name!r}: unknown suffix {p.suffix or '(none)'!r}; "
-                f"use one of {', '.join(SUFFIXES)}"
-            )
-    if out is not None and Path(out).suffix.lower() not in TABLE_SUFFIXES:
-        raise InputError(
-            f"cannot write a table to {Path(out).name!r}; use one of {', '.join(TABLE_SUFFIXES)}"
-        )
-    if initial is not None and initial_scores is not None:
-        raise InputError("pass either initial or initial_scores, not both")
-
-    facts = model_facts(model, device, dtype, trust_remote_code)
-    inputs = [facts.folder]
-    for v in (log, scores, initial_scores):
-        if isinstance(v, str | os.PathLike):
-            inputs.append(Path(v))
-    for p in [*export, *([Path(out)] if out is not None else [])]:
-        refuse_overwrite_input(p, *inputs)
-
-    real_log = facts.log
-    if log is not None:
-        real_log = log if isinstance(log, DuplicationLog) else DuplicationLog.load(log)
-        stored = facts.n_layers
-        if facts.loop_plan is not None:
-            stored = facts.loop_plan.stored_layers
-        real_log.check_depth(stored)
-
-    inferred = agreement = None
-    if infer:
-        if facts.loop_plan is not None:
-            raise LineageError(
-                "a looped model's lineage is its loop plan; --infer is for grown models"
-            )
-        from lineage.infer import compare_with_log, infer_lineage
-
-        if facts.folder is not None:
-            source = facts.folder
-        else:
-            source = _ensure_loaded(facts, model, device, dtype, trust_remote_code).hf_model
-        inferred = infer_lineage(source, n_heads=facts.n_heads)
-        if real_log is not None:
-            agreement = compare_with_log(inferred, real_log)
-        lin = Lineage.build(inferred.to_log(), n_heads=facts.n_heads, n_layers=facts.n_layers)
-    else:
-        if real_log is None and facts.loop_plan is None:
-            raise LineageError(
-                f"{facts.name} has no duplication_log.json or loop_plan.json: pass --log LOG, "
-                "or --infer to infer the lineage from weights"
-            )
-        lin = Lineage.build(
-            real_log, loop_plan=facts.loop_plan, n_heads=facts.n_heads, n_layers=facts.n_layers
-        )
-    stage = lin.check_stage(stage, "--stage")
-    if stage == lin.final_stage and lin.final_stage > 0:
-        raise InputError(f"--stage {stage} is the final model; ancestors need an earlier stage")
-
-    sc = _read_scores(scores, "score table")
-    scores_source = str(scores) if isinstance(scores, str | os.PathLike) else "given table"
-    if sc is None:
-        loaded = _ensure_loaded(facts, model, device, dtype, trust_remote_code)
-        sc = _scan(loaded, score, seeds, batch)
-        scores_source = f"scanned now (seeds {sc.attrs.get('seeds')}, batch {batch})"
-    init_sc = _read_scores(initial_scores, "initial score table")
-    if initial is None and init_sc is None and facts.folder is not None:
-        # Grown zoo models ship their pre-growth networks: initial/ for stage 0, stage<k>/ for
-        # the network just before the (k+1)-th growth (see zoo.train).
-        shipped = Path(facts.folder) / ("initial" if stage == 0 else f"stage{stage}")
-        if (shipped / "config.json").is_file():
-            initial = str(shipped)
-    if initial is not None:
-        from induction.loading import load_model
-
-        init_loaded = load_model(
-            initial, device=device, dtype=dtype, trust_remote_code=trust_remote_code
-        )
-        if init_loaded.info.n_layers != lin.depths[stage]:
-            raise LineageError(
-                f"--initial model has {init_loaded.info.n_layers} layers but stage {stage} of the "
-                f"lineage has {lin.depths[stage]}"
-            )
-        init_sc = _scan(init_loaded, score, seeds, batch)
-
+    cfg = replace(config, **options) if config is not None else TraceConfig(**options)
+    cfg.check()
+    traced = traced_model(model, **cfg.load_options)
+    refuse_overwrites(traced, cfg)
+    lin, inferred, agreement = resolve_lineage(traced, cfg)
+    stage = ancestor_stage(lin, cfg.stage)
+    sc, scores_source = get_scores(traced, cfg)
+    init_sc = ancestor_scores(traced, lin, stage, cfg)
     ancestry = head_ancestry(lin, to_stage=stage)
     summary = summarize(
         ancestry,
         sc,
-        top=top,
-        score=score,
+        top=cfg.top,
+        score=cfg.score,
         initial_scores=init_sc,
-        threshold=threshold,
-        cover=cover,
+        threshold=cfg.threshold,
+        cover=cfg.cover,
     )
     graph = lineage_graph(
         lin,
         scores=sc,
         stage_scores={stage: init_sc} if init_sc is not None else None,
-        score=score,
-        name=facts.name,
+        score=cfg.score,
+        name=traced.name,
     )
     result = TraceResult(
-        facts=facts,
-        lineage=lin,
-        ancestry=ancestry,
-        scores=sc,
-        summary=summary,
-        graph=graph,
-        inferred=inferred,
-        agreement=agreement,
-        scores_source=scores_source,
+        traced, lin, ancestry, sc, summary, graph, inferred, agreement, scores_source=scores_source
     )
-    if out is not None:
-        keep = [c for c in sc.columns if c not in ancestry.columns or c in ("layer", "head")]
-        table = ancestry.merge(sc[keep], on=["layer", "head"], how="left")
-        result.written.append(write_table(table, out))
-    highlight = [node_id(lin.final_stage, r.layer, r.head) for r in summary.top.itertuples()]
-    for p in export:
-        result.written.append(export_graph(graph, p, title=summary.sentence, highlight=highlight))
+    write_outputs(result, cfg)
     return result
+
+
+__all__ = ["TraceConfig", "TraceResult", "TracedModel", "trace", "traced_model"]

@@ -25,12 +25,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from induction.checkpoint import read_config_facts
 from induction.errors import InputError, LineageError
-from induction.layers import DEPTH_KEYS, LAYER_KEY, PER_LAYER_KEYS, config_depth
-from lineage.log import DuplicationLog
+from induction.layers import LAYER_KEY, PER_LAYER_KEYS
+from lineage.log import LOG_FILE, DuplicationLog, folder_log
 
 WEIGHTS_INDEX = "model.safetensors.index.json"
-SKIP_FILES = {"config.json", "duplication_log.json", "card.json", "loop_plan.json", WEIGHTS_INDEX}
+SKIP_FILES = {"config.json", LOG_FILE, "card.json", "loop_plan.json", WEIGHTS_INDEX}
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 DEFAULT_SHARD_BYTES = 4 * 2**30
 
@@ -47,45 +48,40 @@ class Checkpoint:
 
 
 def resolve_checkpoint(spec: str | Path) -> Path:
-    """A checkpoint folder from a path or a zoo name (``grown-s0``)."""
-    text = os.fspath(spec)
-    path = Path(text).expanduser()
-    if not path.exists():
-        from induction.zoo import registry
+    """The checkpoint folder a spec names, by :func:`induction.specs.resolve_spec` (the same
+    precedence as ``load_model``: ``grown`` is the zoo model, ``./grown`` a local folder)."""
+    from induction.specs import SpecNotFoundError, resolve_spec
 
-        if isinstance(spec, str) and registry.is_zoo_name(text):
-            return registry.zoo_path(text)
-        raise InputError(f"no such checkpoint folder: {text}")
-    if not path.is_dir():
-        raise InputError(f"{text} is not a folder; `induction grow` needs a checkpoint folder")
-    return path
+    text = os.fspath(spec) if isinstance(spec, str | os.PathLike) else type(spec).__name__
+    try:
+        ms = resolve_spec(spec)
+    except SpecNotFoundError:
+        raise InputError(f"no such checkpoint folder: {text}") from None
+    if ms.kind in ("zoo", "folder"):
+        return ms.path
+    if ms.kind == "hub":
+        raise InputError(
+            f"{text} is not a zoo model or a local folder (a hub name?); `induction grow` needs "
+            "a local checkpoint folder: download the model to a folder first"
+        )
+    what = {"object": "a model object", "packaged_gguf": "a packaged .gguf model"}
+    raise InputError(
+        f"{text} is {what.get(ms.kind, 'a .gguf file')}; `induction grow` needs a checkpoint folder"
+    )
 
 
 def read_checkpoint(spec: str | Path) -> Checkpoint:
     folder = resolve_checkpoint(spec)
-    cfg_path = folder / "config.json"
-    if not cfg_path.is_file():
-        raise InputError(f"{folder} has no config.json; expected a Hugging Face checkpoint folder")
-    try:
-        config = json.loads(cfg_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{cfg_path} is not valid JSON ({exc})") from None
-    if (folder / "loop_plan.json").is_file():
+    facts = read_config_facts(folder)
+    if facts.looped:
         raise InputError(
             f"{folder} is a looped checkpoint (loop_plan.json): its stored block is run several "
             "times, so growing it is not supported"
         )
-    found = config_depth(config)
-    if found is None:
-        raise InputError(f"{cfg_path} gives no depth ({', '.join(DEPTH_KEYS)})")
-    depth_key, depth = found
     weights = _weight_files(folder)
-    prefix = _layer_prefix(weights, depth, folder)
-    log = None
-    if (folder / "duplication_log.json").is_file():
-        log = DuplicationLog.load(folder / "duplication_log.json")
-        log.check_depth(depth)
-    return Checkpoint(folder, config, depth_key, depth, weights, prefix, log)
+    prefix = _layer_prefix(weights, facts.depth, folder)
+    log = folder_log(folder, facts.depth)
+    return Checkpoint(folder, facts.config, facts.depth_key, facts.depth, weights, prefix, log)
 
 
 def _weight_files(folder: Path) -> dict[str, Path]:
@@ -249,7 +245,7 @@ def write_restacked(
                 and p.suffix not in (".safetensors", *PICKLE_SUFFIXES)
             ):
                 shutil.copy2(p, tmp / p.name)
-        log.save(tmp / "duplication_log.json")
+        log.save(tmp / LOG_FILE)
         os.chmod(tmp, 0o755)
         old = None
         if out.exists():

@@ -13,6 +13,7 @@ import typer
 
 from induction.cli_options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, TrustRemoteCodeOpt
 from induction.errors import InputError, LineageError
+from lineage.summary import INDUCTION_THRESHOLD
 
 
 def lineage(
@@ -84,7 +85,7 @@ def lineage(
     ] = "induction",
     threshold: Annotated[
         float, typer.Option("--threshold", help="Score at which a head is an induction head.")
-    ] = 0.4,
+    ] = INDUCTION_THRESHOLD,
     cover: Annotated[
         float,
         typer.Option(

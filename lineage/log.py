@@ -34,6 +34,8 @@ from induction.errors import LineageError
 
 FORMAT = "induction-workbench/duplication-log"
 VERSION = 1
+#: The log's file name beside a grown checkpoint's weights.
+LOG_FILE = "duplication_log.json"
 OPERATORS = ("copy", "midas", "lidas", "mix", "mergekit", "inferred")
 SPAN_OPERATORS = ("copy", "midas", "lidas")
 
@@ -247,7 +249,7 @@ class DuplicationLog:
     def load(cls, path: str | Path) -> DuplicationLog:
         path = Path(path)
         if path.is_dir():
-            path = path / "duplication_log.json"
+            path = path / LOG_FILE
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
@@ -257,6 +259,17 @@ class DuplicationLog:
                 f"duplication log {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
             ) from None
         return cls.from_json(data)
+
+
+def folder_log(folder: str | Path, depth: int) -> DuplicationLog | None:
+    """The ``duplication_log.json`` of a checkpoint folder, checked against its stored
+    ``depth``; None when the folder has none."""
+    path = Path(folder) / LOG_FILE
+    if not path.is_file():
+        return None
+    log = DuplicationLog.load(path)
+    log.check_depth(depth)
+    return log
 
 
 def duplication_log(model) -> DuplicationLog | None:

@@ -147,8 +147,6 @@ def summarize(
             ancestor's own score and whether it was an induction head (>= ``threshold``).
         cover: share of the top heads the headline ancestors must hold.
     """
-    import pandas as pd
-
     if not isinstance(top, int) or top < 1:
         raise InputError(f"--top must be a positive integer, got {top!r}")
     if not 0 < cover <= 1:
@@ -157,20 +155,82 @@ def summarize(
     n_heads = int(ancestry["head"].max()) + 1
     sc = check_scores(scores, n_layers, n_heads, score)
     to_stage = int(ancestry.attrs.get("to_stage", int(ancestry["ancestor_stage"].iloc[0])))
+    depths = ancestry.attrs.get("depths")
     notes: list[str] = []
     if len(sc) < top:
         notes.append(f"only {len(sc)} heads have scores; --top {top} reduced to {len(sc)}")
         top = len(sc)
+
+    ranked = rank_heads(sc, score, top)
+    top_df, links = primary_ancestors(ranked, ancestry, score)
+    init = None
+    if initial_scores is not None:
+        n_anc_layers = depths[to_stage] if depths else int(ancestry["ancestor_layer"].max()) + 1
+        init = score_map(check_scores(initial_scores, n_anc_layers, n_heads, score), score)
+    anc_df = ancestor_table(links, ancestry, score_map(sc, score), init, threshold)
+    primaries = anc_df[anc_df["n_top"] > 0]
+    coverage, headline = headline_ancestors(primaries, top, cover)
+    counts = ancestor_layer_counts(primaries)
+    stage_word = _stage_word(ancestry, to_stage)
+    n_distinct = len(primaries)
+    initial_heads = depths[to_stage] * n_heads if depths else n_distinct
+    n_above = int((ranked[score] >= threshold).sum())
+    if len(anc_df) > n_distinct:
+        notes.append(
+            f"counting every weighted ancestor (mixes), the top heads have {len(anc_df)} ancestors"
+        )
+    return LineageSummary(
+        score=score,
+        n_top=top,
+        top=top_df,
+        ancestors=anc_df,
+        n_distinct=n_distinct,
+        n_distinct_any=len(anc_df),
+        headline_ancestors=headline,
+        headline_heads=coverage[len(headline) - 1],
+        coverage=coverage,
+        sentence=headline_sentence(
+            primaries, coverage, headline, top, stage_word, initial_heads, init, threshold
+        ),
+        initial_heads=initial_heads,
+        ancestor_stage=to_stage,
+        threshold=threshold,
+        layer_counts=counts,
+        n_top_above=n_above,
+        detail=layer_sentence(
+            counts, top, stage_word, depths[to_stage] if depths else len(counts), n_above, threshold
+        ),
+        notes=notes,
+    )
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def rank_heads(sc, score: str, top: int):
+    """The ``top`` heads by ``score`` (ties: lower layer, then head), with a 1-based rank."""
     ranked = sc.sort_values([score, "layer", "head"], ascending=[False, True, True]).head(top)
     ranked = ranked.reset_index(drop=True)
     ranked.insert(0, "rank", range(1, len(ranked) + 1))
+    return ranked
+
+
+def score_map(sc, score: str) -> dict[tuple[int, int], float]:
+    """``(layer, head) -> score`` of a checked score table."""
+    return {(r.layer, r.head): getattr(r, score) for r in sc.itertuples(index=False)}
+
+
+def primary_ancestors(ranked, ancestry, score: str):
+    """One row per top head under its primary (largest-weight) ancestor, and the links
+    ``(ancestor_layer, ancestor_head, layer, head, share, primary)`` to all its ancestors."""
+    import pandas as pd
 
     anc_by_head = {k: g for k, g in ancestry.groupby(["layer", "head"], sort=False)}
-    top_rows, pairs = [], []
+    rows, links = [], []
     for r in ranked.itertuples(index=False):
         g = anc_by_head[(r.layer, r.head)]
         prim = g[g["primary"]].iloc[0]
-        top_rows.append(
+        rows.append(
             {
                 "rank": r.rank,
                 "layer": r.layer,
@@ -186,76 +246,90 @@ def summarize(
             }
         )
         for a in g.itertuples(index=False):
-            pairs.append((a.ancestor_layer, a.ancestor_head, r.layer, r.head, a.share, a.primary))
-    top_df = pd.DataFrame(top_rows)
-    score_of = {(r.layer, r.head): getattr(r, score) for r in sc.itertuples(index=False)}
+            links.append((a.ancestor_layer, a.ancestor_head, r.layer, r.head, a.share, a.primary))
+    return pd.DataFrame(rows), links
 
-    init = None
-    if initial_scores is not None:
-        n_anc_layers = int(ancestry["ancestor_layer"].max()) + 1
-        depths = ancestry.attrs.get("depths")
-        if depths:
-            n_anc_layers = depths[to_stage]
-        init = check_scores(initial_scores, n_anc_layers, n_heads, score)
-        init = {(r.layer, r.head): getattr(r, score) for r in init.itertuples(index=False)}
 
-    # all descendants per ancestor (whole model), for context
+def ancestor_table(links, ancestry, score_of: dict, init: dict | None, threshold: float):
+    """One row per ancestor of the top heads: how many it holds (as primary, with any
+    weight), its top descendants with their scores, its descendants in the whole model and,
+    given ``init`` scores, its own score. Sorted by the headline rule: top heads held, then
+    score sum, then lower layer/head."""
+    import pandas as pd
+
     all_desc = ancestry.groupby(["ancestor_layer", "ancestor_head"]).size().to_dict()
-    anc_rows = {}
-    for al, ah, layer, head, share, primary in pairs:
-        row = anc_rows.setdefault(
-            (al, ah),
-            {
-                "ancestor_layer": al,
-                "ancestor_head": ah,
-                "ancestor": head_label(al, ah),
-                "n_top": 0,
-                "n_top_any": 0,
-                "weight": 0.0,
-                "_desc": [],
-            },
+    grouped: dict[tuple[int, int], list] = {}
+    for al, ah, layer, head, share, primary in links:
+        grouped.setdefault((al, ah), []).append((layer, head, share, primary))
+    rows = [
+        _ancestor_row(al, ah, desc, score_of, all_desc.get((al, ah), 0), init, threshold)
+        for (al, ah), desc in grouped.items()
+    ]
+    return (
+        pd.DataFrame(rows)
+        .sort_values(
+            ["n_top", "score_sum", "ancestor_layer", "ancestor_head"],
+            ascending=[False, False, True, True],
         )
-        row["n_top_any"] += 1
-        row["weight"] += share
-        if primary:
-            row["n_top"] += 1
-        row["_desc"].append((layer, head, share, score_of[(layer, head)]))
-    rows = []
-    for (al, ah), row in anc_rows.items():
-        desc = sorted(row.pop("_desc"), key=lambda d: -d[3])
-        vals = [d[3] for d in desc]
-        row["descendants"] = "; ".join(
+        .reset_index(drop=True)
+    )
+
+
+def _ancestor_row(al, ah, links, score_of, n_descendants, init, threshold) -> dict:
+    desc = sorted(((lay, h, w, score_of[(lay, h)]) for lay, h, w, _ in links), key=lambda d: -d[3])
+    vals = [d[3] for d in desc]
+    row = {
+        "ancestor_layer": al,
+        "ancestor_head": ah,
+        "ancestor": head_label(al, ah),
+        "n_top": sum(1 for *_, primary in links if primary),
+        "n_top_any": len(links),
+        "weight": sum(w for _, _, w, _ in links),
+        "descendants": "; ".join(
             f"{head_label(lay, h)} {s:.2f}" + (f" (x{w:.2f})" if w < 1 - 1e-9 else "")
             for lay, h, w, s in desc
-        )
-        row["score_sum"] = float(sum(vals))
-        row["score_mean"] = float(sum(vals) / len(vals))
-        row["score_max"] = float(max(vals))
-        row["n_descendants"] = int(all_desc.get((al, ah), 0))
-        if init is not None:
-            own = init.get((al, ah))
-            row["ancestor_score"] = own if own is not None else float("nan")
-            row["was_induction_head"] = None if own is None else bool(own >= threshold)
-        rows.append(row)
-    anc_df = pd.DataFrame(rows)
-    anc_df = anc_df.sort_values(
-        ["n_top", "score_sum", "ancestor_layer", "ancestor_head"],
-        ascending=[False, False, True, True],
-    ).reset_index(drop=True)
+        ),
+        "score_sum": float(sum(vals)),
+        "score_mean": float(sum(vals) / len(vals)),
+        "score_max": float(max(vals)),
+        "n_descendants": int(n_descendants),
+    }
+    if init is not None:
+        own = init.get((al, ah))
+        row["ancestor_score"] = own if own is not None else float("nan")
+        row["was_induction_head"] = None if own is None else bool(own >= threshold)
+    return row
 
-    primaries = anc_df[anc_df["n_top"] > 0]
+
+def headline_ancestors(primaries, top: int, cover: float) -> tuple[list[int], list[str]]:
+    """The headline cover rule: ``coverage[m-1]`` is the top heads held by the ``m`` most
+    prolific primary ancestors; the headline names the fewest that hold at least ``cover`` of
+    the ``top`` heads (rounded up)."""
     coverage = list(primaries["n_top"].cumsum().astype(int))
     need = math.ceil(cover * top - 1e-9)
     m = next(i + 1 for i, c in enumerate(coverage) if c >= need)
-    headline = list(primaries["ancestor"].head(m))
-    held = coverage[m - 1]
-    n_distinct = len(primaries)
-    n_any = len(anc_df)
-    stage_word = "initial network" if to_stage == 0 else f"stage-{to_stage} network"
+    return coverage, list(primaries["ancestor"].head(m))
+
+
+def ancestor_layer_counts(primaries) -> dict[int, int]:
+    """Ancestor layer -> top heads it holds, most first (ties: lower layer)."""
+    counts: dict[int, int] = {}
+    for al, n in zip(primaries["ancestor_layer"], primaries["n_top"]):
+        counts[int(al)] = counts.get(int(al), 0) + int(n)
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _stage_word(ancestry, to_stage: int) -> str:
     if ancestry.attrs.get("source") == "loop" and to_stage == 0:
-        stage_word = "stored block"  # a looped model: the layers every pass runs
-    depths = ancestry.attrs.get("depths")
-    initial_heads = depths[to_stage] * n_heads if depths else n_distinct
+        return "stored block"  # a looped model: the layers every pass runs
+    return "initial network" if to_stage == 0 else f"stage-{to_stage} network"
+
+
+def headline_sentence(
+    primaries, coverage, headline, top, stage_word, initial_heads, init, threshold
+) -> str:
+    """ "10 of the 12 strongest heads descend from 2 ancestors (L1H3, L1H0); ..."."""
+    m, held, n_distinct = len(headline), coverage[len(headline) - 1], len(primaries)
     sentence = (
         f"{held} of the {top} strongest heads descend from {m} "
         f"{'ancestor' if m == 1 else 'ancestors'} ({', '.join(headline)})"
@@ -266,45 +340,21 @@ def summarize(
         )
     elif m == n_distinct:
         sentence += f" of the {stage_word}'s {initial_heads} heads"
-    if n_any > n_distinct:
-        notes.append(
-            f"counting every weighted ancestor (mixes), the top heads have {n_any} ancestors"
-        )
     if init is not None:
-        was = [a for a, w in zip(primaries["ancestor"], primaries["was_induction_head"]) if w]
-        verb = "was already an induction head" if len(was) == 1 else "were already induction heads"
-        unknown = sum(w is None for w in primaries["was_induction_head"])
+        flags = list(primaries["was_induction_head"])
+        was = sum(1 for w in flags if w)
+        verb = "was already an induction head" if was == 1 else "were already induction heads"
+        unknown = sum(w is None for w in flags)
         extra = f"; {unknown} without a score" if unknown else ""
-        sentence += f"; {len(was)} of these {n_distinct} ancestors {verb} (>= {threshold:g}{extra})"
-    sentence += "."
-    layer_counts: dict[int, int] = {}
-    for al, n in zip(primaries["ancestor_layer"], primaries["n_top"]):
-        layer_counts[int(al)] = layer_counts.get(int(al), 0) + int(n)
-    layer_counts = dict(sorted(layer_counts.items(), key=lambda kv: (-kv[1], kv[0])))
-    n_layers_stage = depths[to_stage] if depths else len(layer_counts)
-    n_above = int((ranked[score] >= threshold).sum())
-    detail = (
-        f"By layer: the {top} descend from {len(layer_counts)} of the {stage_word}'s "
+        sentence += f"; {was} of these {n_distinct} ancestors {verb} (>= {threshold:g}{extra})"
+    return sentence + "."
+
+
+def layer_sentence(counts, top, stage_word, n_layers_stage, n_above, threshold) -> str:
+    """The layer-level detail line and the count of top heads at or above ``threshold``."""
+    return (
+        f"By layer: the {top} descend from {len(counts)} of the {stage_word}'s "
         f"{n_layers_stage} layers ("
-        + ", ".join(f"L{lay}: {n}" for lay, n in layer_counts.items())
+        + ", ".join(f"L{lay}: {n}" for lay, n in counts.items())
         + f"); {n_above} of the {top} score >= {threshold:g}."
-    )
-    return LineageSummary(
-        score=score,
-        n_top=top,
-        top=top_df,
-        ancestors=anc_df,
-        n_distinct=n_distinct,
-        n_distinct_any=n_any,
-        headline_ancestors=headline,
-        headline_heads=held,
-        coverage=coverage,
-        sentence=sentence,
-        initial_heads=initial_heads,
-        ancestor_stage=to_stage,
-        threshold=threshold,
-        layer_counts=layer_counts,
-        n_top_above=n_above,
-        detail=detail,
-        notes=notes,
     )

