@@ -203,3 +203,32 @@ def _load(model, device, dtype, threads):
 
         torch.set_num_threads(1)
     return loaded
+
+
+def tasks(
+    suite: Annotated[
+        str | None, typer.Argument(help="A suite (zoo, words, paper19, regbench, gsm8k).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
+) -> None:
+    """List the task records of the built-in suites: group, metric, shots, source, format."""
+    import json
+
+    from ablation.tasks import catalog, suite_specs
+
+    specs = suite_specs(suite) if suite else catalog()
+    if as_json:
+        typer.echo(json.dumps([s.to_dict() for s in specs], indent=2))
+        return
+    from rich.table import Table
+
+    from ablation.render import stdout_console
+
+    table = Table(title="Task records" + (f" of suite {suite}" if suite else ""))
+    for col in ("suite", "task", "group", "metric", "shots", "source"):
+        table.add_column(col)
+    for s in specs:
+        name = f"{s.name} †" if s.positive_control else s.name
+        table.add_row(s.suite, name, s.group, s.metric, str(s.shots), s.source)
+    table.caption = "† positive control (induction by construction): not in the means"
+    stdout_console().print(table)

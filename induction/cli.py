@@ -35,6 +35,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("lineage.cli", "lineage", None),
     ("lineage.cli", "grow", None),
     ("ablation.cli", "ablate", None),
+    ("ablation.cli", "tasks", None),
     ("zoo.cli", "zoo_app", "zoo"),
 ]
 

@@ -36,9 +36,12 @@ SEED_OFFSET = 10_000
 CONTEXT = 96  # default prompt budget: the zoo's training sequence length (card config seq_len)
 
 
+_GENERATOR = {"var_depth0": "var_assign", "var_depth1": "var_assign"}
+
+
 def _spec(name, metric, fmt, shots, positive_control=False, **kw) -> TaskSpec:
     return TaskSpec(name=name, suite="zoo", group="zoo", metric=metric,
-                    source=f"generator:ablation.tasks.zoo.{name.rstrip('01')}",
+                    source=f"generator:ablation.tasks.zoo.{_GENERATOR.get(name, name)}",
                     prompt_format=fmt, shots=shots, n_items=64,
                     positive_control=positive_control, **kw)  # fmt: skip
 
