@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ablation.metrics import get_metric
+from ablation.stats import p_ctrl  # moved to ablation.stats; re-exported here
 from ablation.tasks.base import DistTask, Task
 from induction.io import write_json, write_table
 
@@ -48,14 +49,6 @@ COLUMNS = [
 
 def _drop(clean: float, other: float, higher_is_better: bool) -> float:
     return clean - other if higher_is_better else other - clean
-
-
-def p_ctrl(drop: float, ctrl: list[float]) -> float:
-    """Empirical one-sided p-value of the drop against the controls: ``(k + 1) / (n + 1)``,
-    ``k`` = controls whose drop is at least as large (NaN without controls)."""
-    if not ctrl:
-        return math.nan
-    return (sum(c >= drop for c in ctrl) + 1) / (len(ctrl) + 1)
 
 
 def _stats(drop: float, ctrl: list[float]) -> tuple[float, float, float]:

@@ -8,7 +8,9 @@ by (layer, head) order so the choice is deterministic.
 Random controls draw heads uniformly without replacement from the heads *not* selected
 (falling back to all heads when too few remain), seeded by ``seed + i`` for control ``i``;
 with ``match_layers=True`` each control takes as many heads from each layer as the target set
-does (from that layer's unselected heads where possible).
+does, only from that layer's non-target heads: a layer with fewer non-target heads than
+targets raises :class:`InputError` (a control that re-ablates targets would measure the
+targets, not random heads).
 """
 
 from __future__ import annotations
@@ -99,7 +101,11 @@ def random_controls(
                 in_layer = [h for h in universe if h[0] == layer]
                 cand = [h for h in in_layer if h not in chosen] if exclude_target else in_layer
                 if len(cand) < k:
-                    cand = in_layer
+                    raise InputError(
+                        f"layer {layer} has {len(cand)} non-target head(s) for {k} target "
+                        "head(s): layer-matched controls cannot avoid the targets there; "
+                        "use unstratified controls (no --match-layers) or fewer targets"
+                    )
                 picked += rng.sample(cand, k)
         else:
             cand = [h for h in universe if h not in chosen] if exclude_target else universe

@@ -50,7 +50,9 @@ class GenTask:
     suite: str = ""
     kind: str = "gen"
     seed: int = 0  # prompt seed the items were drawn with
-    positive_control: bool = False  # induction by construction: reported apart, not averaged
+    # induction by construction (copying a repeated span, recalling a shown pair; Olsson et
+    # al. 2022): a positive control, reported apart from the measured mean
+    positive_control: bool = False
 
     @property
     def higher_is_better(self) -> bool:
@@ -78,6 +80,7 @@ class DistTask:
     suite: str = ""
     kind: str = "dist"
     seed: int = 0
+    positive_control: bool = False
 
     @property
     def higher_is_better(self) -> bool:

@@ -412,12 +412,17 @@ def _from_hub(spec: TaskSpec):
 def var_assign_example(rng: random.Random, depth: int, fmt: str) -> Example:
     """A variable-assignment program (Saunshi et al. 2025 primitives), e.g. depth 1 in the
     math format ``a=1, b=2, c=a, d=b, d=?`` -> ``2``; the code format writes one statement per
-    line and ``print(d)``."""
+    line and ``print(d)``.
+
+    Depth 0 queries one of the three digit assignments, depth 1 one of the two aliases (whose
+    sources are the two digit assignments in random order), each uniformly; the digits of a
+    program are distinct, so a rule that answers a fixed statement's value (or the first,
+    last or most frequent value) is right 1 time in 3 (depth 0) or 2 (depth 1)."""
     names = rng.sample("abcdefghijklmnopqrstuvwxyz", 4)
-    vals = [str(rng.randrange(10)) for _ in range(2)]
+    vals = [str(v) for v in rng.sample(range(10), 3)]
     stmts = [(names[0], vals[0]), (names[1], vals[1])]
     if depth == 0:
-        stmts += [(names[2], str(rng.randrange(10))), (names[3], names[rng.randrange(2)])]
+        stmts += [(names[2], vals[2]), (names[3], names[rng.randrange(2)])]
         q = rng.choice([names[0], names[1], names[2]])
     else:
         src = [names[0], names[1]]

@@ -10,14 +10,22 @@ Prompts stay within the model's training length (``max_tokens``, default 96 toke
 
 Tasks (``shots`` means what each format has as demonstrations):
 
-- ``lookup``: a fresh map of 6-12 keys (words); ``shots`` pairs ``k > v`` (keys with
-  replacement) joined by ``" , "``, then a shown key ``k >``; the answer is its value,
-  decoded until ``,`` or ``.``. Default 12 pairs. Exact match.
-- ``copy``: ``r r`` with ``r`` 16 random words; the prompt stops 8 words into the second copy
-  and the next 4 words are the answer (exactly 4 tokens decoded). Token F1. ``shots`` unused.
+- ``lookup``: a fresh map of 6-12 keys (words) with distinct values; ``shots`` pairs
+  ``k > v`` (keys with replacement) joined by ``" , "``, then ``k >`` for a key drawn
+  uniformly from the distinct keys shown; the answer is its value, decoded until ``,`` or
+  ``.``. Default 12 pairs. Exact match. Positive control.
+- ``copy``: ``r r`` with ``r`` 12-20 random words; the prompt stops ``shown`` words into the
+  second copy (uniform over 1 .. len(r) - 4) and the next 4 words are the answer (exactly 4
+  tokens decoded). Token F1. ``shots`` unused. Positive control.
 - ``var_depth0`` / ``var_depth1``: ``a = 3 , b = 7 , c = a ; c ? 3 .`` programs; depth 0
-  queries a ``var = digit`` variable, depth 1 a ``var = var`` alias. ``shots`` whole programs
-  (default 3) precede the query program; decoding stops at ``.``. Exact match.
+  queries a ``var = digit`` variable, depth 1 a ``var = var`` alias, each uniformly (see
+  ``corpus.varassign_segment``). ``shots`` whole programs (default 3) precede the query
+  program; decoding stops at ``.``. Exact match.
+
+Positive controls (``positive_control=True``) are induction by construction (Olsson et al.
+2022) and are reported apart from the measured tasks. Simple rules
+that ignore which entry is queried score at chance on every task
+(``tests/ablation/test_task_baselines.py``).
 - ``regbench``: held-out automata, strings of 1-9 letters joined by ``|`` up to ``max_tokens``;
   next-letter TVD (primary, lower is better) and greedy accuracy, scored as in
   :mod:`ablation.tasks.regbench`.
@@ -73,24 +81,45 @@ def lookup(n_items: int, shots: int, seed: int) -> GenTask:
     items = []
     for _ in range(n_items):
         seg = corpus.lookup_segment(rng, int(rng.integers(6, 13)), max(shots, 1))
-        pairs = [seg[i : i + 3] for i in range(0, len(seg), 4)]  # k > v
-        key, _, value = pairs[int(rng.integers(len(pairs)))]
+        shown = {k: v for k, _, v in (seg[i : i + 3] for i in range(0, len(seg), 4))}
+        # uniform over the distinct keys shown (not over pairs, which favours keys shown
+        # often and so the most frequent value)
+        key = list(shown)[int(rng.integers(len(shown)))]
         prompt = _text(seg[:-1]) + f" , {V.TOKENS[key]} >"
-        items.append(GenItem(prompt=prompt, golds=[V.TOKENS[value]]))
+        items.append(GenItem(prompt=prompt, golds=[V.TOKENS[shown[key]]]))
     return GenTask(
-        "lookup", items, metric="em", stop=[",", "."], max_new_tokens=3, group="zoo", suite="zoo"
+        "lookup",
+        items,
+        metric="em",
+        stop=[",", "."],
+        max_new_tokens=3,
+        group="zoo",
+        suite="zoo",
+        positive_control=True,
     )
 
 
-def copy(n_items: int, seed: int, length: int = 16, shown: int = 8, answer: int = 4) -> GenTask:
+def copy(n_items: int, seed: int, length: tuple[int, int] = (12, 20), answer: int = 4) -> GenTask:
+    """``r r[:shown]`` -> ``r[shown : shown + answer]``: span length uniform over ``length``
+    (inclusive) and ``shown`` uniform over ``1 .. len(r) - answer``, so neither a fixed
+    position in the prompt nor a fixed distance back gives the answer."""
     rng = _rng(seed, "copy")
     items = []
     for _ in range(n_items):
-        r = rng.choice(V.WORDS, size=length, replace=False).tolist()
+        n = int(rng.integers(length[0], length[1] + 1))
+        shown = int(rng.integers(1, n - answer + 1))
+        r = rng.choice(V.WORDS, size=n, replace=False).tolist()
         prompt = " ".join(r + r[:shown])
         items.append(GenItem(prompt=prompt, golds=[" ".join(r[shown : shown + answer])]))
     return GenTask(
-        "copy", items, metric="f1", stop=[], max_new_tokens=answer, group="zoo", suite="zoo"
+        "copy",
+        items,
+        metric="f1",
+        stop=[],
+        max_new_tokens=answer,
+        group="zoo",
+        suite="zoo",
+        positive_control=True,
     )
 
 

@@ -91,8 +91,13 @@ def copy_segment(rng: np.random.Generator, span: int, repeats: int = 2) -> list[
 
 
 def lookup_segment(rng: np.random.Generator, n_keys: int, n_pairs: int) -> list[int]:
+    """``k > v , k > v , ... .``: ``n_pairs`` pairs of a fresh map of ``n_keys`` keys, keys
+    drawn uniformly with replacement (so the key of a pair is independent of the pairs before
+    it, and a repeated key is uniform over the keys shown so far). Values are distinct, so a
+    value names its entry: a rule that answers some shown value without reading the key is
+    right 1 time in (number of keys shown)."""
     keys = rng.choice(V.WORD_IDS, size=n_keys, replace=False)
-    values = rng.choice(V.WORD_IDS, size=n_keys, replace=True)
+    values = rng.choice(V.WORD_IDS, size=n_keys, replace=False)
     out: list[int] = []
     for i in rng.integers(n_keys, size=n_pairs):
         out += [int(keys[i]), _ARROW, int(values[i]), _SEP]
@@ -102,11 +107,19 @@ def lookup_segment(rng: np.random.Generator, n_keys: int, n_pairs: int) -> list[
 
 def varassign_segment(rng: np.random.Generator, depth: int) -> list[int]:
     """``a = 3 , b = 7 , c = a ; c ? 3 .`` -- depth 0 queries a digit assignment, depth 1 a
-    copy of one."""
+    copy of one (an alias).
+
+    The queried variable is uniform over the digit assignments (depth 0) or the aliases
+    (depth 1), whose source is uniform over the digit assignments; digit assignments come in
+    a random order, so the queried statement's position is uniform too. Values are distinct
+    digits within a program: a rule that answers the value of a fixed statement, the first,
+    last or most frequent value, is right 1 time in ``n_direct`` (the chance level tested in
+    ``tests/induction/zoo/test_corpus_baselines.py``)."""
     n_direct = int(rng.integers(2, 5))
     n_alias = int(rng.integers(1, 3)) if depth >= 1 else 0
     names = rng.choice(V.LETTER_IDS, size=n_direct + n_alias, replace=False).tolist()
-    values = {n: int(rng.choice(V.DIGIT_IDS)) for n in names[:n_direct]}
+    digits = rng.choice(V.DIGIT_IDS, size=n_direct, replace=False).tolist()
+    values = {n: int(d) for n, d in zip(names[:n_direct], digits, strict=True)}
     stmts = [[n, _EQ, values[n]] for n in names[:n_direct]]
     for n in names[n_direct:]:
         src = names[int(rng.integers(n_direct))]
@@ -117,7 +130,12 @@ def varassign_segment(rng: np.random.Generator, depth: int) -> list[int]:
     for i in [*order.tolist(), *range(n_direct, n_direct + n_alias)]:
         body += stmts[i] + [_SEP]
     body[-1] = _SEMI
-    query = names[n_direct + int(rng.integers(n_alias))] if depth >= 1 else names[int(order[0])]
+    # uniform over the candidates; ``names`` is a random draw, so index k is no particular
+    # position in ``body`` (the old rule, ``names[order[0]]``, always asked the first one)
+    if depth >= 1:
+        query = names[n_direct + int(rng.integers(n_alias))]
+    else:
+        query = names[int(rng.integers(n_direct))]
     return body + [query, _Q, values[query], _END]
 
 

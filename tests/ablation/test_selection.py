@@ -73,9 +73,22 @@ def test_random_controls():
     for c in m:
         assert sorted(layer for layer, _ in c) == [3, 5, 5]
         assert not set(c) & set(target)
-    # too few non-target heads: falls back to every head
+    # too few non-target heads: unstratified controls fall back to every head
     full = random_controls([(0, 0), (0, 1)], 1, 3, 2, seed=0)
     assert all(len(c) == 2 for c in full)
+
+
+def test_layer_matched_controls_never_include_targets():
+    # layer 3: two targets and exactly two non-target heads, which every control must take
+    target = [(3, 0), (3, 1), (5, 0)]
+    controls = random_controls(target, 8, 4, 30, seed=0, match_layers=True)
+    for c in controls:
+        assert not set(c) & set(target)
+        assert {(3, 2), (3, 3)} <= set(c) and sorted(layer for layer, _ in c) == [3, 3, 5]
+    assert len({tuple(c) for c in controls}) == 3  # layer 5's slot: heads 1, 2, 3
+    # three targets, one non-target head in layer 3: an error, not a control with targets
+    with pytest.raises(InputError, match=r"layer 3 has 1 non-target head\(s\) for 3 .*unstrat"):
+        random_controls([(3, 0), (3, 1), (3, 2)], 8, 4, 2, seed=0, match_layers=True)
 
 
 def test_tied_scores_aggregate_passes():
