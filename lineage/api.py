@@ -121,8 +121,10 @@ class TraceResult:
             )
         for note in s.notes:
             console.print(f"note: {note}")
+        from induction.io import wrote
+
         for p in self.written:
-            console.print(f"wrote {p}")
+            console.print(wrote(p))
 
 
 # --------------------------------------------------------------------------- model facts
