@@ -334,7 +334,10 @@ def _load_folder(
 
         _check_weights(folder)
         loop_plan = LoopPlan.load(folder)
-        hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
+        try:
+            hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
+        except Exception as e:
+            raise ModelLoadError(f"cannot load the weights in {folder}: {_one_line(e)}") from None
         hf_model = _place(hf_model, dev, device_map)
     else:
         _check_weights(folder)
