@@ -358,6 +358,16 @@ class ResultCache:
     def get(self, key: str) -> dict | None:
         return self.data.get(key)
 
+    def report_reuse(self, n: int) -> None:
+        """Say on stderr that ``n`` results come from this cache instead of being computed."""
+        if n > 0 and self.path is not None:
+            import sys
+
+            print(
+                f"reusing {n} cached result(s) from {self.path} (--no-cache recomputes)",
+                file=sys.stderr,
+            )
+
     def put(self, key: str, result: dict) -> None:
         self.data[key] = result
         if self.path is None:
