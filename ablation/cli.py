@@ -106,6 +106,12 @@ def ablate(
 ) -> None:
     """Ablate the top --frac heads by induction score and report few-shot drops per task
     against random-head controls. Interrupted runs resume from a cache of finished results."""
+    from induction.io import model_inputs, prepare_outputs
+
+    prepare_outputs(
+        {"--out": out, "--plot": plot},
+        [*model_inputs(model), suite if suite and Path(suite).is_file() else None, data_dir],
+    )
     from ablation.selection import n_selected
 
     if not (0 < frac <= 1):

@@ -307,6 +307,21 @@ def check_outputs(
                 )
 
 
+def prepare_outputs(
+    outputs: dict[str, str | Path | Iterable[str | Path] | None],
+    inputs: Iterable[str | Path | None],
+) -> None:
+    """Before any work: :func:`check_outputs`, then claim and release every output once, so a
+    run that another run is writing to fails now, and stale temporaries are cleaned."""
+    check_outputs(outputs, inputs)
+    paths = []
+    for value in outputs.values():
+        if value is not None:
+            paths += [value] if isinstance(value, str | os.PathLike) else list(value)
+    with claim_outputs(paths):
+        pass
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.is_file() and b.is_file() and os.path.samefile(a, b)
