@@ -164,9 +164,15 @@ def _busy(path: Path, who: str) -> InputError:
 def _acquire(lock: Path, path: Path) -> int:
     import fcntl
 
-    lock.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise InputError(
+                f"cannot write {path}: {e.strerror or e} in {lock.parent}; "
+                "choose a writable output folder"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -63,6 +63,8 @@ def test_pickle_beside_safetensors_is_never_loaded(tiny_llama_dir, tmp_path, loo
         load_model(folder, device="cpu")
     assert "\n" not in str(err.value)
     assert not marker.exists()
+    # not even opened: torch's restricted unpickler would have refused it ("Weights only")
+    assert "weights only" not in str(err.value).lower() and "unpickl" not in str(err.value)
 
 
 def test_pickle_cli_one_line_error(tiny_llama_dir, tmp_path, one_line_error):
@@ -203,6 +205,21 @@ def test_claim_held_by_another_process(tmp_path, one_line_error):
     # the kernel dropped the dead holder's lock: the output is free again
     with claim_output(out):
         pass
+
+
+def test_unwritable_output_folder_is_one_line(tmp_path):
+    import os
+
+    locked = tmp_path / "ro"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who can write anywhere")
+        with pytest.raises(InputError, match="writable output folder"):
+            write_text(locked / "x.csv", "a")
+    finally:
+        locked.chmod(0o700)
 
 
 def test_wrote_and_replaced(tmp_path):
