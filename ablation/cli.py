@@ -122,6 +122,12 @@ def ablate(
     """Ablate the top --frac heads by induction score and report few-shot drops per task
     against random-head controls. Interrupted runs resume from a cache of finished results."""
     from ablation.config import AblationConfig
+    from induction.io import model_inputs, prepare_outputs
+
+    prepare_outputs(
+        {"--out": out, "--plot": plot},
+        [*model_inputs(model), suite if suite and Path(suite).is_file() else None, data_dir],
+    )
 
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")

@@ -11,6 +11,7 @@ induction score and report the mean F1 drop over 19 few-shot tasks; see ``docs/r
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +110,8 @@ def ablate(
     ``config`` (or keyword ``overrides`` of its fields, e.g. ``frac=0.1, controls=50``) sets
     the experiment; ``scores`` (a detector table with ``layer``, ``head`` and the score
     column) skips the scan that ranks heads. ``log`` receives one-line diagnostics (the heads
-    chosen, reused cache entries); the CLI sends them to stderr.
+    chosen, reused cache entries); the CLI sends them to stderr. Reused cache entries are
+    announced on stderr even without ``log``.
     """
     from ablation.engine import Engine, ResultCache
     from ablation.run import default_cache_path, plan_heads, run_ablation
@@ -164,8 +166,9 @@ def ablate(
         cache=cache,
         progress=progress,
     )
-    if run.cached:
-        say(f"reused {run.cached} cached result(s) from {cache_path} (--no-cache recomputes)")
+    if run.cached:  # announced even without ``log``: a cache must never serve silently
+        notice = log or (lambda msg: print(msg, file=sys.stderr))
+        notice(f"reusing {run.cached} cached result(s) from {cache_path} (--no-cache recomputes)")
     from ablation.report import build_report
 
     report = build_report(run)

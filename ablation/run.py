@@ -8,9 +8,6 @@ raw results that :mod:`ablation.report` turns into the per-task table.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +71,13 @@ def compute_scores(
     if cache_dir is not None:
         cached = Path(cache_dir) / f"{model_fingerprint(loaded)}.scores-{score}.csv"
         if cached.is_file():
+            import sys
+
+            print(
+                f"reusing cached {score} scores of {loaded.info.name} from {cached} "
+                "(--no-cache recomputes)",
+                file=sys.stderr,
+            )
             return pd.read_csv(cached)
     df = induction_scores(loaded, scores=[score], progress=progress)
     if cached is not None:
@@ -143,19 +147,33 @@ def _first_pass(unrolled, layer: int) -> int:
     return next(i for i, (b, _) in enumerate(unrolled) if b == block)
 
 
+#: Modules whose source decides cached results: the engine and hooks, the task generators,
+#: the zoo corpus, and the detector behind the head scores (docs/safety.md).
+CODE_MODULES = (
+    "ablation.engine",
+    "ablation.hooks",
+    "ablation.metrics",
+    "ablation.tasks",
+    "induction.zoo.corpus",
+    "induction.scores",
+    "induction.prompts",
+)
+
+
 def model_fingerprint(loaded) -> str:
-    info = loaded.info
-    parts = [info.name, str(info.path), info.n_layers, info.n_heads, info.dtype, ENGINE_VERSION]
-    if info.path and Path(info.path).is_dir():
-        for f in sorted(Path(info.path).glob("*.safetensors")):
-            st = f.stat()
-            parts += [f.name, st.st_size, int(st.st_mtime)]
-    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
+    """Content fingerprint of the model files (configs, weights, tokenizer, loop plan; a
+    GGUF's content; a model object's state dict), dtype, device type and the code of
+    :data:`CODE_MODULES` (:func:`induction.fingerprint.model_fingerprint`)."""
+    from induction.fingerprint import model_fingerprint as fingerprint
+
+    return fingerprint(loaded, CODE_MODULES, engine_version=ENGINE_VERSION)
 
 
 def default_cache_path(loaded) -> Path:
-    root = Path(os.environ.get("INDUCTION_CACHE", Path.home() / ".cache" / "induction-workbench"))
-    return root / "ablate" / f"{model_fingerprint(loaded)}.jsonl"
+    """``<cache root>/ablate/<model fingerprint>.jsonl``."""
+    from induction.fingerprint import cache_root
+
+    return cache_root() / "ablate" / f"{model_fingerprint(loaded)}.jsonl"
 
 
 def run_ablation(

@@ -107,7 +107,7 @@ def raw_model(folder: Path, device: str):
         model = unroll_checkpoint(folder, dtype=torch.float32, attn_implementation="eager")
     else:
         model = AutoModelForCausalLM.from_pretrained(
-            str(folder), dtype=torch.float32, attn_implementation="eager"
+            str(folder), dtype=torch.float32, attn_implementation="eager", use_safetensors=True
         )
     return model.to(device).eval()
 

@@ -1,23 +1,47 @@
-"""Output files: atomic writes and table formats chosen by suffix.
+"""Output files: atomic writes, claimed outputs, input protection, table formats by suffix.
 
 Every writer goes through :func:`atomic_write`: the data is written to a temporary file in
 the destination folder, flushed, and moved over the destination with ``os.replace``. A reader
 never sees a half-written file, and a failed write leaves the old file (or nothing) in place.
+
+The guarantees of docs/safety.md are built here, once, for every command:
+
+- :func:`check_outputs` refuses an output that is (or lies inside, or contains) a file or
+  folder the command reads; :func:`model_inputs` lists what a model spec reads.
+- :func:`claim_output` holds an exclusive ``fcntl.flock`` on ``.NAME.lock`` beside the output
+  for the whole run, so two runs never write one output (the second fails at once, naming the
+  first one's pid); the kernel drops the lock when its process dies, even by SIGKILL. On
+  claiming, temporaries that a killed run left (``.NAME.XXXXXXXX.tmp``, ``.NAME.old.XXXXXXXX``)
+  are removed, or put back when they hold the only copy, and stderr says so.
+- :func:`wrote` says ``replaced X`` or ``wrote X``.
+- :func:`check_output_size` refuses an output larger than the free disk space, and one above
+  :data:`LARGE_OUTPUT_BYTES` unless the user confirmed it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from induction.errors import InputError
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".json", ".jsonl")
+#: Outputs above this many bytes need an explicit yes (``--yes``); ``$INDUCTION_LARGE_OUTPUT``
+#: (bytes) overrides it.
+LARGE_OUTPUT_BYTES = 2 * 2**30
+
+_held: dict[str, list] = {}  # lock path -> [thread id, depth, fd]
+_held_guard = threading.Lock()
+_replaced: dict[str, bool] = {}  # resolved output -> whether the last write replaced a file
 
 
 @contextmanager
@@ -25,11 +49,22 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success move it over ``path``.
 
     For writers that want a file name (``df.to_parquet(tmp)``, ``fig.write_html(tmp)``).
-    On an exception the temporary file is removed and ``path`` is left untouched.
+    On an exception the temporary file is removed and ``path`` is left untouched. The output
+    is claimed (:func:`claim_output`) for the write unless this thread already holds it.
     """
     path = Path(path)
     if path.is_dir():
         raise InputError(f"output {path} is a folder; pass a file path")
+    with claim_output(path):
+        with _atomic_tmp(path) as tmp:
+            yield tmp
+            existed = path.exists()
+            os.chmod(tmp, 0o644)
+        _replaced[str(path.resolve())] = existed
+
+
+@contextmanager
+def _atomic_tmp(path: Path) -> Iterator[Path]:
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
@@ -37,11 +72,308 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def replace_file(path: str | Path, text: str) -> None:
+    """Atomically replace a private file (a cache index) without claiming it: concurrent
+    writers may lose each other's update, never corrupt the file."""
+    path = Path(path)
+    with _atomic_tmp(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def wrote(path: str | Path) -> str:
+    """``replaced PATH`` if the last write to ``path`` in this process replaced a file, else
+    ``wrote PATH``."""
+    return f"{'replaced' if _replaced.get(str(Path(path).resolve())) else 'wrote'} {path}"
+
+
+def note_written(path: str | Path, replaced: bool) -> None:
+    """Record a write made without :func:`atomic_path` (a folder output) for :func:`wrote`."""
+    _replaced[str(Path(path).resolve())] = replaced
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def lock_path(path: str | Path) -> Path:
+    """The lock file that claims ``path``: ``.NAME.lock`` beside it."""
+    path = Path(path).expanduser().absolute()
+    return path.parent / f".{path.name}.lock"
+
+
+@contextmanager
+def claim_output(path: str | Path, *, clean: bool = True) -> Iterator[Path]:
+    """Hold an exclusive claim on output ``path`` (file or folder) until the block ends.
+
+    Raises InputError at once if another run (or thread) holds it. Re-entrant within one
+    thread. On first claim, stale temporaries of ``path`` left by killed runs are cleaned
+    (:func:`clean_stale`) unless ``clean`` is false.
+    """
+    path = Path(path).expanduser()
+    lock = lock_path(path)
+    key = str(lock)
+    me = threading.get_ident()
+    with _held_guard:
+        entry = _held.get(key)
+        if entry is not None:
+            if entry[0] != me:
+                raise _busy(path, "another thread of this process")
+            entry[1] += 1
+            fd = None
+        else:
+            fd = _acquire(lock, path)
+            _held[key] = [me, 1, fd]
+    try:
+        if fd is not None and clean:
+            clean_stale(path)
+        yield path
+    finally:
+        with _held_guard:
+            entry = _held[key]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _held[key]
+                try:
+                    lock.unlink()
+                except OSError:
+                    pass
+                os.close(entry[2])
+
+
+@contextmanager
+def claim_outputs(paths: Iterable[str | Path | None]) -> Iterator[None]:
+    """:func:`claim_output` for every path that is not None."""
+    with ExitStack() as stack:
+        for p in paths:
+            if p is not None:
+                stack.enter_context(claim_output(p))
+        yield
+
+
+def _busy(path: Path, who: str) -> InputError:
+    return InputError(
+        f"{path} is being written by {who}; wait for it to finish or choose another output path"
+    )
+
+
+def _acquire(lock: Path, path: Path) -> int:
+    import fcntl
+
+    while True:
+        try:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise InputError(
+                f"cannot write {path}: {e.strerror or e} in {lock.parent}; "
+                "choose a writable output folder"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                pid = os.read(fd, 32).decode().strip()
+            except OSError:
+                pid = ""
+            os.close(fd)
+            raise _busy(path, f"another run (pid {pid})" if pid.isdigit() else "another run")
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except FileNotFoundError:  # the holder removed it between our open and lock
+            same = False
+        if same:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            return fd
+        os.close(fd)
+
+
+def _stale_pattern(name: str) -> re.Pattern:
+    return re.compile(rf"^\.{re.escape(name)}\.(?:[a-z0-9_]{{8}}\.tmp|old\.[a-z0-9_]{{8}})$")
+
+
+def clean_stale(path: str | Path) -> list[Path]:
+    """Remove temporaries of ``path`` that a killed run left; the caller holds the claim.
+
+    ``.NAME.XXXXXXXX.tmp`` (a file or folder being written) is deleted. ``.NAME.old.XXXXXXXX``
+    (the previous folder, set aside while the new one moved in) is put back as ``NAME`` if
+    ``NAME`` is missing (the run died between the two renames), else deleted. Each action is
+    reported on stderr. Returns the paths handled.
+    """
+    path = Path(path).expanduser()
+    folder = path.parent
+    if not folder.is_dir():
+        return []
+    pattern = _stale_pattern(path.name)
+    handled = []
+    for entry in sorted(folder.iterdir()):
+        if not pattern.match(entry.name):
+            continue
+        kept = entry / "x"  # write_restacked's layout: the previous output inside
+        if ".old." in entry.name and kept.exists() and not path.exists():
+            os.replace(kept, path)
+            shutil.rmtree(entry, ignore_errors=True)
+            print(
+                f"note: restored {path} from an interrupted replace ({entry.name})", file=sys.stderr
+            )
+        else:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            print(
+                f"note: removed {entry.name}, a temporary of {path.name} left by an "
+                "interrupted run",
+                file=sys.stderr,
+            )
+        handled.append(entry)
+    return handled
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def model_inputs(spec: Any) -> list[Path]:
+    """Files and folders that loading model ``spec`` reads (a folder stands for all its files):
+    a checkpoint folder, a ``.gguf`` file, a zoo model's folder, a packaged GGUF, a hub name's
+    local cache folder. Empty for model objects and unknown names."""
+    if spec is None or not isinstance(spec, str | os.PathLike):
+        return []
+    text = os.fspath(spec).strip()
+    if not text:
+        return []
+    if isinstance(spec, str) and text.lower() == "smollm2":
+        try:
+            from induction.loading import packaged_gguf
+
+            return [packaged_gguf(text)]
+        except Exception:
+            return []
+    path = Path(text).expanduser()
+    if path.exists():
+        return [path]
+    from induction.zoo import registry
+
+    if isinstance(spec, str) and registry.is_zoo_name(text):
+        try:
+            return [registry.zoo_path(text)]
+        except Exception:
+            return []
+    if "/" in text and not text.startswith((".", "/", "~")):
+        try:
+            from huggingface_hub.constants import HF_HUB_CACHE
+
+            return [Path(HF_HUB_CACHE) / ("models--" + text.replace("/", "--"))]
+        except ImportError:
+            return []
+    return []
+
+
+def check_outputs(
+    outputs: dict[str, str | Path | Iterable[str | Path] | None],
+    inputs: Iterable[str | Path | None],
+) -> None:
+    """Refuse (one-line InputError) any output that would write over something the command
+    reads, before any work is done.
+
+    ``outputs`` maps a flag (``--out``) to a path, a list of paths or None; ``inputs`` are files
+    and folders read (a folder protects every file inside it). Links and ``..`` are resolved and
+    hard links compared by inode. An output may not be an input, lie inside an input folder, or
+    contain an input (a folder output is replaced whole). Two outputs may not be the same file.
+    """
+    flat: list[tuple[str, Path]] = []
+    for flag, value in outputs.items():
+        if value is None:
+            continue
+        values = [value] if isinstance(value, str | os.PathLike) else list(value)
+        flat += [(flag, Path(v).expanduser()) for v in values if v is not None]
+    ins = [(Path(i).expanduser(), Path(i).expanduser().resolve()) for i in inputs if i is not None]
+    seen: dict[Path, str] = {}
+    for flag, out in flat:
+        out_r = out.resolve()
+        if out_r in seen:
+            raise InputError(f"{seen[out_r]} and {flag} must be different files (both {out})")
+        seen[out_r] = flag
+        for inp, in_r in ins:
+            why = None
+            if out_r == in_r or _same_file(out_r, in_r):
+                why = f"it is an input ({inp})"
+            elif in_r in out_r.parents:
+                why = f"it is inside {inp}, which is an input"
+            elif out_r in in_r.parents:
+                why = f"it contains {inp}, which is an input"
+            if why:
+                raise InputError(
+                    f"refusing to write {flag} {out}: {why}; choose another {flag} path"
+                )
+
+
+def prepare_outputs(
+    outputs: dict[str, str | Path | Iterable[str | Path] | None],
+    inputs: Iterable[str | Path | None],
+) -> None:
+    """Before any work: :func:`check_outputs`, then claim and release every output once, so a
+    run that another run is writing to fails now, and stale temporaries are cleaned."""
+    check_outputs(outputs, inputs)
+    paths = []
+    for value in outputs.values():
+        if value is not None:
+            paths += [value] if isinstance(value, str | os.PathLike) else list(value)
+    with claim_outputs(paths):
+        pass
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.is_file() and b.is_file() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def large_output_bytes() -> int:
+    """:data:`LARGE_OUTPUT_BYTES`, or ``$INDUCTION_LARGE_OUTPUT`` (bytes) when set."""
+    env = os.environ.get("INDUCTION_LARGE_OUTPUT")
+    try:
+        return int(env) if env else LARGE_OUTPUT_BYTES
+    except ValueError:
+        raise InputError(
+            f"$INDUCTION_LARGE_OUTPUT must be a number of bytes, got {env!r}"
+        ) from None
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**27 else f"{n / 2**20:.1f} MiB"
+
+
+def check_output_size(
+    out: str | Path, nbytes: int, *, confirmed: bool, flag: str = "--yes"
+) -> None:
+    """Refuse to write ``nbytes`` to ``out`` if the disk lacks the space, or if it is above
+    :func:`large_output_bytes` and not ``confirmed`` (the user passed ``flag``)."""
+    out = Path(out).expanduser().absolute()
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    free = shutil.disk_usage(parent).free
+    if nbytes > free:
+        raise InputError(
+            f"{out} would take about {_gib(nbytes)} but only {_gib(free)} are free on its "
+            "disk; free space or choose another output path"
+        )
+    limit = large_output_bytes()
+    if nbytes > limit and not confirmed:
+        raise InputError(
+            f"{out} would take about {_gib(nbytes)}, above the {_gib(limit)} limit for writing "
+            f"without asking; pass {flag} to write it"
+        )
 
 
 def atomic_write(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> Path:
@@ -126,18 +458,6 @@ def read_table(path: str | Path):
 
 
 def refuse_overwrite_input(out: str | Path | None, *inputs: str | Path | None) -> None:
-    """Raise InputError if ``out`` is (after resolving links and ``..``) one of ``inputs``.
-
-    An input that is a folder also protects every file inside it (a checkpoint folder).
-    """
-    if out is None:
-        return
-    out_r = Path(out).expanduser().resolve()
-    for inp in inputs:
-        if inp is None:
-            continue
-        in_r = Path(inp).expanduser().resolve()
-        if out_r == in_r or (in_r.is_dir() and in_r in out_r.parents):
-            raise InputError(
-                f"refusing to write {out}: it is an input ({inp}); choose another --out path"
-            )
+    """Raise InputError if ``out`` is, lies inside or contains one of ``inputs``
+    (:func:`check_outputs` for one ``--out``)."""
+    check_outputs({"--out": out}, inputs)

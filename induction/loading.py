@@ -19,7 +19,6 @@ one-line message naming the fix.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import shutil
@@ -277,7 +276,10 @@ def _load_folder(
 
         _check_weights(folder)
         loop_plan = LoopPlan.load(folder)
-        hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
+        try:
+            hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
+        except Exception as e:
+            raise ModelLoadError(f"cannot load the weights in {folder}: {_one_line(e)}") from None
         hf_model = _place(hf_model, dev, device_map)
     else:
         _check_weights(folder)
@@ -464,22 +466,18 @@ def _object_tokenizer(model):
 
 
 def gguf_cache_root() -> Path:
-    root = os.environ.get("INDUCTION_CACHE")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "induction-workbench"
-    return base / "gguf"
+    """``<cache root>/gguf`` (:func:`induction.fingerprint.cache_root`)."""
+    from induction.fingerprint import cache_root
+
+    return cache_root() / "gguf"
 
 
 def gguf_cache_key(path: Path, dtype: torch.dtype) -> str:
-    """``<stem>-<hash>-<dtype>``; the hash covers the size and the first and last 4 MiB."""
-    size = path.stat().st_size
-    h = hashlib.sha256(str(size).encode())
-    chunk = 4 << 20
-    with open(path, "rb") as f:
-        h.update(f.read(chunk))
-        if size > chunk:
-            f.seek(max(chunk, size - chunk))
-            h.update(f.read(chunk))
-    return f"{path.stem}-{h.hexdigest()[:16]}-{str(dtype).removeprefix('torch.')}"
+    """``<stem>-<hash>-<dtype>``; the hash is of the whole file's content
+    (:func:`induction.fingerprint.file_hash`, remembered per file stat)."""
+    from induction.fingerprint import file_hash
+
+    return f"{path.stem}-{file_hash(path)[:16]}-{str(dtype).removeprefix('torch.')}"
 
 
 def gguf_checkpoint(path: str | Path, dtype: torch.dtype = torch.float32) -> Path:

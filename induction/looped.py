@@ -140,11 +140,16 @@ def unroll(model: nn.Module, plan: LoopPlan) -> nn.Module:
 
 
 def unroll_checkpoint(folder: str | Path, dtype=None, attn_implementation: str | None = None):
-    """Load a looped checkpoint folder (stored block + ``loop_plan.json``) as an unrolled model."""
+    """Load a looped checkpoint folder (stored block + ``loop_plan.json``) as an unrolled model.
+
+    Weights are read from safetensors only: a ``pytorch_model.bin`` beside them is never
+    unpickled (docs/safety.md)."""
     from transformers import AutoModelForCausalLM
 
     plan = LoopPlan.load(folder)
-    kwargs = {"dtype": dtype} if dtype is not None else {}
+    kwargs: dict = {"use_safetensors": True}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     model = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)

@@ -97,44 +97,46 @@ def scan(
 
     import torch
 
-    from induction.io import write_table
-    from induction.loading import load_model
+    from induction.io import claim_outputs, write_table, wrote
 
-    if threads is not None:
-        torch.set_num_threads(threads)
-    loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
-    if threads is None and loaded.info.source == "zoo" and loaded.info.device.startswith("cpu"):
-        torch.set_num_threads(1)
-    layer_list = _parse_layers(layers, loaded.info.n_layers) if layers else None
-    from induction.scores import induction_scores
+    with claim_outputs([out, plot, bar]):  # held for the whole run: one writer per output
+        from induction.loading import load_model
 
-    df = induction_scores(
-        loaded,
-        seq_len=seq_len,
-        batch=batch,
-        seeds=seed_list,
-        scores=names,
-        convention=convention,
-        n_repeats=n_repeats,
-        layers=layer_list,
-        token_range=band,
-        loss=loss,
-        chunk=chunk,
-        progress=True,
-    )
-    _print_report(df, loaded, top)
-    if out is not None:
-        write_table(df, out)
-        typer.echo(f"wrote {out}")
-    rank_by = df.attrs["rank_by"]
-    for path, kind in ((plot, "heatmap"), (bar, "bar")):
-        if path is None:
-            continue
-        from induction import plots
+        if threads is not None:
+            torch.set_num_threads(threads)
+        loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+        if threads is None and loaded.info.source == "zoo" and loaded.info.device.startswith("cpu"):
+            torch.set_num_threads(1)
+        layer_list = _parse_layers(layers, loaded.info.n_layers) if layers else None
+        from induction.scores import induction_scores
 
-        fig = plots.heatmap(df, rank_by) if kind == "heatmap" else plots.ranked_bar(df, rank_by)
-        note = plots.save_figure(fig, path)
-        typer.echo(f"note: {note}" if note else f"wrote {path}", err=bool(note))
+        df = induction_scores(
+            loaded,
+            seq_len=seq_len,
+            batch=batch,
+            seeds=seed_list,
+            scores=names,
+            convention=convention,
+            n_repeats=n_repeats,
+            layers=layer_list,
+            token_range=band,
+            loss=loss,
+            chunk=chunk,
+            progress=True,
+        )
+        _print_report(df, loaded, top)
+        if out is not None:
+            write_table(df, out)
+            typer.echo(wrote(out))
+        rank_by = df.attrs["rank_by"]
+        for path, kind in ((plot, "heatmap"), (bar, "bar")):
+            if path is None:
+                continue
+            from induction import plots
+
+            fig = plots.heatmap(df, rank_by) if kind == "heatmap" else plots.ranked_bar(df, rank_by)
+            note = plots.save_figure(fig, path)
+            typer.echo(f"note: {note}" if note else wrote(path), err=bool(note))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -175,14 +177,10 @@ def _parse_layers(text: str, n_layers: int) -> list[int]:
 
 
 def _check_outputs(model: str, out: Path | None, plot: Path | None, bar: Path | None) -> None:
-    from induction.io import TABLE_SUFFIXES, refuse_overwrite_input
+    from induction.io import TABLE_SUFFIXES, check_outputs, model_inputs
     from induction.plots import FIGURE_SUFFIXES
 
-    model_path = Path(model).expanduser()
-    inputs = [model_path] if model_path.exists() else []
-    outputs = [p for p in (out, plot, bar) if p is not None]
-    for p in outputs:
-        refuse_overwrite_input(p, *inputs)
+    check_outputs({"--out": out, "--plot": plot, "--bar": bar}, model_inputs(model))
     if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
         raise InputError(
             f"--out {out}: unknown table format {out.suffix or '(none)'!r}; "
@@ -191,9 +189,6 @@ def _check_outputs(model: str, out: Path | None, plot: Path | None, bar: Path | 
     for flag, path in (("--plot", plot), ("--bar", bar)):
         if path is not None and path.suffix.lower() not in FIGURE_SUFFIXES:
             raise InputError(f"{flag} {path}: use a .html or .png file name")
-    resolved = [p.expanduser().resolve() for p in outputs]
-    if len(set(resolved)) != len(resolved):
-        raise InputError("--out, --plot and --bar must be different files")
 
 
 # --------------------------------------------------------------------------- report

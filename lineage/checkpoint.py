@@ -164,19 +164,33 @@ def write_restacked(
     dtype: str | None = None,
     force: bool = False,
     max_shard_bytes: int = DEFAULT_SHARD_BYTES,
+    allow_large: bool = False,
 ) -> Path:
-    """Write ``ck`` with its layers in ``order`` (source index per output layer) plus ``log``."""
+    """Write ``ck`` with its layers in ``order`` (source index per output layer) plus ``log``.
+
+    The output is claimed for the whole write (:func:`induction.io.claim_output`: a concurrent
+    run to the same ``out`` fails at once) and its size is estimated from the safetensors
+    headers first: more than the free disk space is refused, and more than
+    :data:`induction.io.LARGE_OUTPUT_BYTES` needs ``allow_large`` (``--yes``).
+    """
+    from induction.io import check_outputs, claim_output
+
+    out = Path(out).expanduser()
+    out_r, in_r = out.resolve(), ck.folder.resolve()
+    if out_r in in_r.parents:
+        raise InputError(f"refusing to write {out}: it contains the input checkpoint {ck.folder}")
+    check_outputs({"--out": out}, [ck.folder])
+    with claim_output(out):
+        return _write_restacked(ck, order, log, out, dtype, force, max_shard_bytes, allow_large)
+
+
+def _write_restacked(ck, order, log, out: Path, dtype, force, max_shard_bytes, allow_large):
     import torch
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    from induction.io import refuse_overwrite_input
+    from induction.io import check_output_size, note_written
 
-    out = Path(out).expanduser()
-    refuse_overwrite_input(out, ck.folder)
-    out_r, in_r = out.resolve(), ck.folder.resolve()
-    if out_r in in_r.parents:
-        raise InputError(f"refusing to write {out}: it contains the input checkpoint {ck.folder}")
     if out.exists() and not out.is_dir():
         raise InputError(f"output {out} exists and is not a folder")
     if out.exists() and any(out.iterdir()) and not force:
@@ -186,7 +200,8 @@ def write_restacked(
     cast = torch_dtype.get(dtype) if dtype else None
 
     pairs = restacked_names(ck, order)
-    sizes = {}
+    sizes: dict[str, int] = {}
+    out_sizes: dict[str, int] = {}  # bytes written, where a cast changes them
     for f in set(ck.weights.values()):
         with safe_open(str(f), framework="pt") as fh:
             for name in fh.keys():
@@ -195,6 +210,8 @@ def write_restacked(
                 for d in sl.get_shape():
                     n *= d
                 sizes[name] = n * _itemsize(sl.get_dtype())
+                if cast is not None and sl.get_dtype() in ("F64", "F32", "F16", "BF16"):
+                    out_sizes[name] = n * torch.tensor([], dtype=cast).element_size()
     shards: list[list[tuple[str, str]]] = [[]]
     used = 0
     for pair in pairs:
@@ -203,6 +220,10 @@ def write_restacked(
             used = 0
         shards[-1].append(pair)
         used += sizes[pair[1]]
+
+    extra = sum(p.stat().st_size for p in ck.folder.iterdir() if p.is_file())  # small files
+    total = sum(out_sizes.get(old, sizes[old]) for _, old in pairs)
+    check_output_size(out, total + extra, confirmed=allow_large)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
@@ -257,6 +278,7 @@ def write_restacked(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    note_written(out, replaced=old is not None)
     return out
 
 
@@ -288,6 +310,7 @@ def grow_checkpoint(
     block: int = 4,
     step: int | None = None,
     force: bool = False,
+    allow_large: bool = False,
 ) -> DuplicationLog:
     """Apply one MIDAS or LIDAS step (:mod:`lineage.growth` presets) to a checkpoint folder and
     write the grown checkpoint plus its duplication log (extending the source's own log)."""
@@ -308,5 +331,5 @@ def grow_checkpoint(
         step, preset, source, insert_at, note=f"{preset} block {block} applied to {ck.folder.name}"
     )
     order = [p for [(p, _)] in event.layer_map]
-    write_restacked(ck, order, log, out, force=force)
+    write_restacked(ck, order, log, out, force=force, allow_large=allow_large)
     return log

@@ -104,30 +104,36 @@ def lineage(
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Trace the strongest induction heads back to their ancestors in the initial network."""
+    from induction.io import check_outputs, claim_outputs, model_inputs
     from lineage.api import trace
 
     if initial is not None and initial_scores is not None:
         raise InputError("pass either --initial or --initial-scores, not both")
-    result = trace(
-        model,
-        log=log,
-        scores=scores,
-        top=top,
-        initial_scores=initial_scores,
-        initial=initial,
-        stage=stage,
-        infer=infer,
-        score=score,
-        threshold=threshold,
-        cover=cover,
-        seeds=_parse_seeds(seeds),
-        batch=batch,
-        device=device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        out=out,
-        export=export or [],
+    check_outputs(
+        {"--out": out, "--export": export or []},
+        [*model_inputs(model), *model_inputs(initial), log, scores, initial_scores],
     )
+    with claim_outputs([out, *(export or [])]):  # one writer per output for the whole run
+        result = trace(
+            model,
+            log=log,
+            scores=scores,
+            top=top,
+            initial_scores=initial_scores,
+            initial=initial,
+            stage=stage,
+            infer=infer,
+            score=score,
+            threshold=threshold,
+            cover=cover,
+            seeds=_parse_seeds(seeds),
+            batch=batch,
+            device=device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            out=out,
+            export=export or [],
+        )
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -160,25 +166,40 @@ def grow(
     force: Annotated[
         bool, typer.Option("--force", help="Replace an existing output folder (never the input).")
     ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", help="Write an output above the size limit (2 GiB) without refusing."
+        ),
+    ] = False,
 ) -> None:
     """Grow a checkpoint by a MIDAS/LIDAS step or a mergekit passthrough config."""
+    from induction.io import check_outputs, model_inputs, wrote
     from lineage.checkpoint import grow_checkpoint, read_checkpoint
     from lineage.mergekit import apply_mergekit
 
     if preset is not None and mergekit is not None:
         raise InputError("pass either --preset or --mergekit, not both")
+    check_outputs({"--out": out}, [*model_inputs(checkpoint), mergekit])
     before = read_checkpoint(checkpoint)
     if mergekit is not None:
-        grown = apply_mergekit(mergekit, checkpoint, out, step=step, force=force)
+        grown = apply_mergekit(mergekit, checkpoint, out, step=step, force=force, allow_large=yes)
         how = f"mergekit {mergekit.name}"
     else:
         grown = grow_checkpoint(
-            checkpoint, out, preset=preset or "lidas", block=block, step=step, force=force
+            checkpoint,
+            out,
+            preset=preset or "lidas",
+            block=block,
+            step=step,
+            force=force,
+            allow_large=yes,
         )
         how = f"{preset or 'lidas'} (block {block})"
     event = grown.events[-1]
+    replaced = " (replaced the old folder)" if wrote(out).startswith("replaced") else ""
     typer.echo(
-        f"grew {before.folder} ({before.depth} layers) by {how} -> {out} "
+        f"grew {before.folder} ({before.depth} layers) by {how} -> {out}{replaced} "
         f"({event.depth_after} layers); duplication_log.json: {len(grown.events)} event(s), "
         f"initial depth {grown.initial_depth}"
     )

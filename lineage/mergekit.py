@@ -230,9 +230,13 @@ def apply_mergekit(
     *,
     step: int | None = None,
     force: bool = False,
+    allow_large: bool = False,
 ) -> DuplicationLog:
     """Apply a passthrough config to a local checkpoint folder; write the stacked checkpoint
-    (weights, config, tokenizer files) and its ``duplication_log.json`` to ``out``."""
+    (weights, config, tokenizer files) and its ``duplication_log.json`` to ``out``.
+
+    The output size is estimated first (:func:`lineage.checkpoint.write_restacked`): a stack
+    above :data:`induction.io.LARGE_OUTPUT_BYTES` needs ``allow_large``."""
     from lineage.checkpoint import read_checkpoint, write_restacked
 
     src = read_checkpoint(checkpoint)
@@ -245,5 +249,7 @@ def apply_mergekit(
         note=f"mergekit passthrough of {plan.model} applied to {src.folder.name}: "
         f"slices {plan.describe()}",
     )
-    write_restacked(src, plan.order, log, out, dtype=plan.dtype, force=force)
+    write_restacked(
+        src, plan.order, log, out, dtype=plan.dtype, force=force, allow_large=allow_large
+    )
     return log

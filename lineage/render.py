@@ -26,8 +26,10 @@ def print_trace(result: TraceResult, console: Console | None = None) -> None:
         console.print(line)
     for note in s.notes:
         console.print(f"note: {note}")
+    from induction.io import wrote
+
     for p in result.written:
-        console.print(f"wrote {p}")
+        console.print(wrote(p))
 
 
 def header(result: TraceResult) -> str:

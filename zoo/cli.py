@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import typer
@@ -47,15 +50,29 @@ def train_command(
         cfg.grow_at = _fractions(grow_at)
         cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
     out = out or Path("runs") / zoo_model_name(cfg)
-    if out.exists() and any(out.iterdir()):
-        raise InputError(f"{out} already exists and is not empty; pass another --out")
     if steps is not None:
         if steps <= 0:
             raise InputError("--steps must be positive")
         cfg.steps, cfg.max_steps = steps, 2 * steps
-    tmp = out.with_name(out.name + ".partial")
-    _, card = train(cfg, out=tmp)
-    tmp.rename(out)
+    from induction.io import check_outputs, claim_output, note_written
+    from induction.zoo import registry
+
+    check_outputs({"--out": out}, [registry.MODELS_DIR])  # never into the shipped zoo
+    with claim_output(out):  # one run per output folder; cleans a killed run's leftovers
+        if out.exists() and (not out.is_dir() or any(out.iterdir())):
+            raise InputError(f"{out} already exists and is not empty; pass another --out")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+        try:
+            _, card = train(cfg, out=tmp)
+            os.chmod(tmp, 0o755)
+            if out.exists():
+                out.rmdir()  # empty, checked above under the claim
+            os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        note_written(out, replaced=False)
     score = card[f"max_induction_d{card['repeat_len']}"]
     Console().print(
         f"[bold]{card['name']}[/]: {card['steps']} steps in {card['train_seconds']} s, "

@@ -1,0 +1,180 @@
+"""Content fingerprints for caches: a cache never serves results of inputs that changed.
+
+A fingerprint is a SHA-256 over everything that changes a computation: the content of every
+config, weight and tokenizer file of the model (:func:`model_content_hash`), the source code
+of the modules that compute (:func:`source_hash`), and the options. Hashing a large file once
+per run would be slow, so :func:`file_hash` remembers each file's hash in
+``<cache root>/file-hashes.json`` under its (path, size, mtime, ctime, inode); the remembered
+value is a content hash, so the key itself never depends on timestamps. See docs/safety.md.
+
+The cache root is ``$INDUCTION_CACHE``, default ``~/.cache/induction-workbench``
+(:func:`cache_root`); every cache of the workbench lives below it, one folder per kind
+(:data:`CACHE_KINDS`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import threading
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+#: Entries of the cache root that ``induction cache`` reports and ``induction cache clear``
+#: deletes (nothing else under the root is touched): name -> what it holds.
+CACHE_KINDS = {
+    "ablate": "ablation resume caches and head scores, one set per model fingerprint",
+    "gguf": "GGUF files dequantized to safetensors checkpoints",
+    "file-hashes.json": "content hashes of model files, keyed by path, size, times and inode",
+}
+HASH_INDEX = "file-hashes.json"
+
+#: Files of a checkpoint folder that change what a model computes (weights, configs,
+#: tokenizer, loop plan, remote code). ``card.json`` (training notes) and
+#: ``duplication_log.json`` (growth history) do not, and are left out.
+_MODEL_SUFFIXES = (".json", ".safetensors", ".model", ".txt", ".jinja", ".py", ".tiktoken")
+_NOT_COMPUTATIONAL = {"card.json", "duplication_log.json"}
+_CHUNK = 1 << 20
+_lock = threading.Lock()
+
+
+def cache_root() -> Path:
+    """``$INDUCTION_CACHE`` or ``~/.cache/induction-workbench``."""
+    root = os.environ.get("INDUCTION_CACHE")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "induction-workbench"
+
+
+def _stat_key(path: Path) -> list:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def _read_index(index: Path) -> dict:
+    try:
+        data = json.loads(index.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def file_hash(path: str | Path) -> str:
+    """SHA-256 of a file's content, remembered by (resolved path, size, mtime, ctime, inode);
+    ``ctime`` changes on every write and cannot be set back, unlike ``mtime``."""
+    path = Path(path).expanduser().resolve()
+    key, stamp = str(path), _stat_key(path)
+    index = cache_root() / HASH_INDEX
+    with _lock:
+        entry = _read_index(index).get(key)
+    if isinstance(entry, dict) and entry.get("stat") == stamp and "sha256" in entry:
+        return entry["sha256"]
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(_CHUNK):
+            h.update(block)
+    digest = h.hexdigest()
+    if _stat_key(path) == stamp:  # unchanged while reading: safe to remember
+        _remember(index, key, {"stat": stamp, "sha256": digest})
+    return digest
+
+
+def _remember(index: Path, key: str, entry: dict) -> None:
+    from induction.io import replace_file
+
+    with _lock:
+        data = _read_index(index)
+        data = {k: v for k, v in data.items() if Path(k).exists()} if len(data) > 5000 else data
+        data[key] = entry
+        try:
+            replace_file(index, json.dumps(data, indent=0) + "\n")
+        except OSError:  # a read-only cache root only costs speed
+            pass
+
+
+def model_files(folder: str | Path) -> list[Path]:
+    """The files of a checkpoint folder that change what the model computes."""
+    folder = Path(folder)
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file()
+        and not p.name.startswith(".")
+        and p.suffix in _MODEL_SUFFIXES
+        and p.name not in _NOT_COMPUTATIONAL
+    )
+
+
+def model_content_hash(path: str | Path) -> str:
+    """Content hash of a model on disk: a ``.gguf`` file, or a checkpoint folder's
+    :func:`model_files` (names and contents)."""
+    path = Path(path).expanduser()
+    if path.is_file():
+        return file_hash(path)
+    parts = [[p.name, file_hash(p)] for p in model_files(path)]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def state_dict_hash(module: Any) -> str:
+    """Content hash of a torch module's parameters and buffers (for models passed as objects)."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        h.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    config = getattr(module, "config", None)
+    if config is not None and hasattr(config, "to_json_string"):
+        h.update(config.to_json_string().encode())
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=64)
+def source_hash(modules: tuple[str, ...]) -> str:
+    """Hash of the source of ``modules`` (a package counts with every ``.py`` below it): the
+    code version of a computation, without version constants to forget to bump."""
+    h = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            h.update(f"{name}:missing".encode())
+            continue
+        origin = Path(spec.origin)
+        files = sorted(origin.parent.rglob("*.py")) if spec.submodule_search_locations else [origin]
+        for f in files:
+            h.update(f"{name}:{f.name}:".encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def loaded_model_hash(loaded: Any) -> str:
+    """Content hash of a loaded model (``induction.loading.LoadedModel``): its files on disk
+    (folder, zoo, hub snapshot, .gguf), else its state dict."""
+    info = loaded.info
+    if info.path is not None and Path(info.path).exists():
+        return model_content_hash(info.path)
+    return state_dict_hash(loaded.hf_model)
+
+
+def fingerprint(*parts: Any, length: int = 16) -> str:
+    """Short hex digest of JSON-serialisable ``parts`` (paths and sets become strings)."""
+    text = json.dumps(list(parts), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def model_fingerprint(loaded: Any, code: Iterable[str] = (), **options: Any) -> str:
+    """Fingerprint of a computation on ``loaded``: model content, dtype, device type, the
+    source of the ``code`` modules and ``options``."""
+    info = loaded.info
+    return fingerprint(
+        loaded_model_hash(loaded),
+        info.n_layers,
+        info.n_heads,
+        info.dtype,
+        str(info.device).split(":")[0],
+        source_hash(tuple(code)),
+        options,
+    )
