@@ -344,11 +344,13 @@ class ResultCache:
         self.path = Path(path) if path is not None else None
         self.data: dict[str, dict] = {}
         if self.path is not None and self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            # A damaged line (torn, not UTF-8, wrongly typed) is a cache miss: recomputed.
+            for raw in self.path.read_bytes().splitlines():
                 try:
-                    rec = json.loads(line)
-                    self.data[rec["key"]] = rec["result"]
-                except (json.JSONDecodeError, KeyError, TypeError):
+                    rec = json.loads(raw.decode("utf-8"))
+                    if isinstance(rec["key"], str) and _valid_result(rec["result"]):
+                        self.data[rec["key"]] = rec["result"]
+                except (ValueError, KeyError, TypeError, RecursionError):
                     continue
 
     @staticmethod
@@ -368,6 +370,20 @@ class ResultCache:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def _valid_result(result) -> bool:
+    """A cached result has the shape :meth:`Engine.evaluate` returns."""
+    if not isinstance(result, dict) or not isinstance(result.get("scores"), dict):
+        return False
+    number = (int, float)
+    scores = result["scores"].values()
+    if not all(isinstance(v, number) and not isinstance(v, bool) for v in scores):
+        return False
+    lists = [result.get("items")] + ([result["items_acc"]] if "items_acc" in result else [])
+    return all(
+        isinstance(values, list) and all(isinstance(v, number) for v in values) for values in lists
+    )
 
 
 def ablation_key(heads, mode: str, mean_over: str) -> str:

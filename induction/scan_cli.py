@@ -92,6 +92,8 @@ def scan(
         raise InputError(f"--top must be >= 1, got {top}")
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
+    if chunk is not None and chunk < 1:
+        raise InputError(f"--chunk must be a positive integer, got {chunk}; or leave it out")
     band = _parse_range(token_range) if token_range else None
     _check_outputs(model, out, plot, bar)
 
@@ -125,7 +127,7 @@ def scan(
     _print_report(df, loaded, top)
     if out is not None:
         write_table(df, out)
-        typer.echo(f"wrote {out}")
+        typer.echo(f"wrote {out}", err=True)
     rank_by = df.attrs["rank_by"]
     for path, kind in ((plot, "heatmap"), (bar, "bar")):
         if path is None:
@@ -134,7 +136,7 @@ def scan(
 
         fig = plots.heatmap(df, rank_by) if kind == "heatmap" else plots.ranked_bar(df, rank_by)
         note = plots.save_figure(fig, path)
-        typer.echo(f"note: {note}" if note else f"wrote {path}", err=bool(note))
+        typer.echo(f"note: {note}" if note else f"wrote {path}", err=True)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -175,25 +177,29 @@ def _parse_layers(text: str, n_layers: int) -> list[int]:
 
 
 def _check_outputs(model: str, out: Path | None, plot: Path | None, bar: Path | None) -> None:
-    from induction.io import TABLE_SUFFIXES, refuse_overwrite_input
+    """Refuse unusable output paths before any work: an input, a bad suffix, a folder, an
+    unwritable or impossible location, or two outputs naming one file."""
+    from induction.io import TABLE_SUFFIXES, check_output_path, refuse_overwrite_input
     from induction.plots import FIGURE_SUFFIXES
 
     model_path = Path(model).expanduser()
-    inputs = [model_path] if model_path.exists() else []
+    inputs = [model_path] if _exists(model_path) else []
     outputs = [p for p in (out, plot, bar) if p is not None]
     for p in outputs:
         refuse_overwrite_input(p, *inputs)
-    if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
-        raise InputError(
-            f"--out {out}: unknown table format {out.suffix or '(none)'!r}; "
-            f"use one of {', '.join(TABLE_SUFFIXES)}"
-        )
-    for flag, path in (("--plot", plot), ("--bar", bar)):
-        if path is not None and path.suffix.lower() not in FIGURE_SUFFIXES:
-            raise InputError(f"{flag} {path}: use a .html or .png file name")
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+    check_output_path(plot, FIGURE_SUFFIXES, "--plot")
+    check_output_path(bar, FIGURE_SUFFIXES, "--bar")
     resolved = [p.expanduser().resolve() for p in outputs]
     if len(set(resolved)) != len(resolved):
         raise InputError("--out, --plot and --bar must be different files")
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long for the file system, a symlink loop
+        return False
 
 
 # --------------------------------------------------------------------------- report
