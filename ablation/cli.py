@@ -107,7 +107,12 @@ def ablate(
     """Ablate the top --frac heads by induction score and report few-shot drops per task
     against random-head controls. Interrupted runs resume from a cache of finished results."""
     from ablation.selection import n_selected
+    from induction.io import TABLE_SUFFIXES, check_output_path, model_inputs, refuse_overwrite_input
 
+    for path in (out, plot):  # never the model's own files (config.json, weights, ...)
+        refuse_overwrite_input(path, *model_inputs(model))
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+    check_output_path(plot, (".html", ".htm"), "--plot")
     if not (0 < frac <= 1):
         raise InputError(f"--frac must be in (0, 1], got {frac}; e.g. --frac 0.2")
     n_selected(frac, 1)

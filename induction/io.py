@@ -247,3 +247,23 @@ def _os_reason(e: OSError) -> str:
     if e.errno == errno.ELOOP:
         return "symlink loop; point it at a real file"
     return e.strerror or type(e).__name__
+
+
+def model_inputs(spec: str | Path) -> list[Path]:
+    """The paths a model spec reads (its folder or file; a zoo name's folder), for
+    :func:`refuse_overwrite_input`. Empty for a hub name."""
+    path = Path(os.fspath(spec)).expanduser()
+    try:
+        if path.exists():
+            return [path]
+    except OSError:  # name too long, symlink loop: the loader reports it
+        return []
+    from induction.zoo import registry
+
+    text = os.fspath(spec)
+    if registry.is_zoo_name(text):
+        try:
+            return [registry.zoo_path(text)]
+        except Exception:  # an unknown seed of a zoo family: the loader reports it
+            return []
+    return []

@@ -31,7 +31,12 @@ def scan(
     batch: Annotated[int, typer.Option("--batch", help="Prompts per seed.")] = 32,
     seeds: Annotated[
         str,
-        typer.Option("--seeds", help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2."),
+        typer.Option(
+            "--seeds",
+            help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2. Each seed draws "
+            "--batch prompts; the spread over seeds is the ± column. (Commands with one random "
+            "stream take --seed; `ablate --prompt-seeds N` repeats with seeds seed..seed+N-1.)",
+        ),
     ] = "3",
     top: Annotated[int, typer.Option("--top", help="Heads shown in the table.")] = 10,
     scores: Annotated[
@@ -179,11 +184,10 @@ def _parse_layers(text: str, n_layers: int) -> list[int]:
 def _check_outputs(model: str, out: Path | None, plot: Path | None, bar: Path | None) -> None:
     """Refuse unusable output paths before any work: an input, a bad suffix, a folder, an
     unwritable or impossible location, or two outputs naming one file."""
-    from induction.io import TABLE_SUFFIXES, check_output_path, refuse_overwrite_input
+    from induction.io import TABLE_SUFFIXES, check_output_path, model_inputs, refuse_overwrite_input
     from induction.plots import FIGURE_SUFFIXES
 
-    model_path = Path(model).expanduser()
-    inputs = [model_path] if _exists(model_path) else []
+    inputs = model_inputs(model)
     outputs = [p for p in (out, plot, bar) if p is not None]
     for p in outputs:
         refuse_overwrite_input(p, *inputs)
@@ -193,13 +197,6 @@ def _check_outputs(model: str, out: Path | None, plot: Path | None, bar: Path | 
     resolved = [p.expanduser().resolve() for p in outputs]
     if len(set(resolved)) != len(resolved):
         raise InputError("--out, --plot and --bar must be different files")
-
-
-def _exists(path: Path) -> bool:
-    try:
-        return path.exists()
-    except OSError:  # a name too long for the file system, a symlink loop
-        return False
 
 
 # --------------------------------------------------------------------------- report

@@ -119,10 +119,11 @@ class TraceResult:
                 f"{'equal' if ag['partition_equal'] else 'DIFFERENT'}, layers "
                 f"{ag['layer_agreement']:.0%}, pairs {ag['pair_agreement']:.0%}"
             )
+        err = Console(stderr=True)  # diagnostics to stderr, results to stdout
         for note in s.notes:
-            console.print(f"note: {note}")
+            err.print(f"note: {note}")
         for p in self.written:
-            console.print(f"wrote {p}")
+            err.print(f"wrote {p}")
 
 
 # --------------------------------------------------------------------------- model facts
