@@ -92,11 +92,12 @@ def lineage(
         ),
     ] = 0.8,
     seeds: Annotated[
-        str, typer.Option(
+        str,
+        typer.Option(
             "--seeds",
             help="Scan now: prompt seeds, a count n (seeds 0..n-1) or a list 0,1,2 (as "
             "`induction scan --seeds`; `ablate --seed`/`--prompt-seeds` seed its prompts).",
-        )
+        ),
     ] = "3",
     batch: Annotated[int, typer.Option("--batch", help="Scan now: prompts per seed.")] = 32,
     as_json: Annotated[
@@ -174,10 +175,9 @@ def grow(
     ] = False,
 ) -> None:
     """Grow a checkpoint by a MIDAS/LIDAS step or a mergekit passthrough config."""
+    from induction.io import check_output_path
     from lineage.checkpoint import grow_checkpoint, read_checkpoint
     from lineage.mergekit import apply_mergekit
-
-    from induction.io import check_output_path
 
     if preset is not None and mergekit is not None:
         raise InputError("pass either --preset or --mergekit, not both")
