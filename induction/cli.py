@@ -28,6 +28,7 @@ from induction.cli_options import (
     TrustRemoteCodeOpt,
 )
 from induction.errors import WorkbenchError
+from induction.io import read_json
 
 try:  # typer >= 0.20 vendors click; older typers use click itself
     from typer._click.exceptions import UsageError
@@ -146,8 +147,8 @@ def _zoo_row(name: str, registry) -> str:
     family, _, seed = name.rpartition("-s")
     folder = registry.zoo_path(name)
     try:
-        config = json.loads((folder / "config.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        config = read_json(folder / "config.json", "config")
+    except WorkbenchError:
         config = {}
     layers = config.get("num_hidden_layers", "?")
     heads = config.get("num_attention_heads", "?")

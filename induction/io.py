@@ -218,16 +218,21 @@ def read_json(path: str | Path, what: str = "JSON file") -> Any:
     """Parse a UTF-8 JSON file, turning every way it can be unreadable into one
     :class:`InputError` that names the file (missing, unreadable, not UTF-8, not JSON, nested
     too deeply)."""
+    return parse_json(read_text(path, what), f"{what} {path}")
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """A UTF-8 text file's content; missing, unreadable or non-UTF-8 files raise one-line
+    :class:`InputError` naming ``what`` and the path."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InputError(
-            f"{what} {path} is not UTF-8 text (byte {e.start}); re-save it as UTF-8 JSON"
+            f"{what} {path} is not UTF-8 text (bad byte at offset {e.start}); re-save it as UTF-8"
         ) from None
     except OSError as e:
         raise InputError(f"cannot read {what} {path}: {_os_reason(e)}") from None
-    return parse_json(text, f"{what} {path}")
 
 
 def parse_json(text: str, where: str) -> Any:

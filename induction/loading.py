@@ -334,7 +334,10 @@ def _load_folder(
 
         _check_weights(folder)
         loop_plan = LoopPlan.load(folder)
-        hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
+        try:
+            hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
+        except (OSError, ValueError) as e:  # no model.safetensors, shapes off the config
+            raise ModelLoadError(f"cannot load the weights in {folder}: {_one_line(e)}") from None
         hf_model = _place(hf_model, dev, device_map)
     else:
         _check_weights(folder)
@@ -346,10 +349,12 @@ def _load_folder(
 
 
 def _read_json(path: Path) -> dict:
+    from induction.io import read_json
+
     try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelLoadError(f"{path} is not valid JSON ({_one_line(e)})") from None
+        return read_json(path, "JSON file")
+    except WorkbenchError as e:
+        raise ModelLoadError(str(e)) from None
 
 
 def _check_config(folder: Path, trust_remote_code: bool):

@@ -130,12 +130,9 @@ class TraceResult:
 
 
 def _read_json(path: Path) -> dict:
-    import json
+    from induction.io import read_json
 
-    try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path} is not valid JSON ({exc})") from None
+    return read_json(path, "JSON file")
 
 
 def _facts_from_folder(folder: Path, name: str) -> ModelFacts:

@@ -8,10 +8,10 @@ decoding until a newline, scored by the metric in the file (token F1 or exact ma
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ablation.tasks.base import Example, GenTask, make_gen_task
+from induction.io import read_json
 
 DATA = Path(__file__).parent / "data" / "words"
 
@@ -21,7 +21,7 @@ def task_names() -> list[str]:
 
 
 def load_examples(path: Path) -> tuple[dict, list[Example]]:
-    meta = json.loads(path.read_text())
+    meta = read_json(path, "task file")
     exs = [qa_example(it["input"], it["output"]) for it in meta["items"]]
     return meta, exs
 
