@@ -23,6 +23,7 @@ one-line message naming the fix.
 from __future__ import annotations
 
 import copy
+import errno
 import hashlib
 import json
 import os
@@ -255,6 +256,7 @@ def load_model(
         return _load_folder(folder, folder.name, "zoo", dev, torch_dtype, device_map, False)
 
     path = Path(text).expanduser()
+    _check_spec_path(path, text)
     if path.is_dir():
         return _load_folder(
             path, path.resolve().name, "folder", dev, torch_dtype, device_map, trust_remote_code
@@ -270,6 +272,26 @@ def load_model(
             f"no such file or folder: {text} (`induction models` lists what can be loaded)"
         )
     return _load_hub(text, dev, torch_dtype, device_map, trust_remote_code)
+
+
+def _check_spec_path(path: Path, text: str) -> None:
+    """Refuse a spec no file system can hold (too long a name) and a symlink loop, which
+    ``is_dir``/``is_file`` would otherwise report as a missing path (and then a hub name)."""
+    shown = text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
+    if any(len(os.fsencode(part)) > 255 for part in path.parts):
+        raise ModelLoadError(
+            f"model spec {shown} is too long for a file name or hub name; "
+            "pass a zoo name, a checkpoint folder, a .gguf file or a hub name"
+        )
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ModelLoadError(
+                f"{shown} is a symlink loop; point the link at a real checkpoint folder"
+            ) from None
+        if e.errno == errno.ENAMETOOLONG:
+            raise ModelLoadError(f"model spec {shown} is too long for a path") from None
 
 
 #: Short names for real models that pip packages ship as GGUF files:
