@@ -179,13 +179,13 @@ def check_output_path(
                 f"file names may have at most {NAME_MAX}; pass a shorter name"
             )
     if not folder:
+        if path.is_dir():
+            raise InputError(f"{flag_name} {path} is a folder; pass a file path")
         if allowed_suffixes is not None and path.suffix.lower() not in allowed_suffixes:
             raise InputError(
                 f"{flag_name} {path}: unknown format {path.suffix or '(none)'!r}; "
                 f"use one of {', '.join(allowed_suffixes)}"
             )
-        if path.is_dir():
-            raise InputError(f"{flag_name} {path} is a folder; pass a file path")
     parent = path.parent
     existing = parent
     while not existing.exists():

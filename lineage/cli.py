@@ -116,6 +116,10 @@ def lineage(
 
     if initial is not None and initial_scores is not None:
         raise InputError("pass either --initial or --initial-scores, not both")
+    if top < 1:
+        raise InputError(f"--top must be a positive integer, got {top}")
+    if not 0 < cover <= 1:
+        raise InputError(f"--cover must be in (0, 1], got {cover}; e.g. 0.8")
     if not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite score, got {threshold}; e.g. 0.4")
     check_output_path(out, TABLE_SUFFIXES, "--out")
