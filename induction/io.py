@@ -183,7 +183,7 @@ def check_output_path(
             raise InputError(f"{flag_name} {path} is a folder; pass a file path")
         if allowed_suffixes is not None and path.suffix.lower() not in allowed_suffixes:
             raise InputError(
-                f"{flag_name} {path}: unknown format {path.suffix or '(none)'!r}; "
+                f"{flag_name} {path}: unknown suffix {path.suffix or '(none)'!r}; "
                 f"use one of {', '.join(allowed_suffixes)}"
             )
     parent = path.parent
