@@ -162,11 +162,12 @@ def test_stop_strings_and_dist_tasks(models):
 def test_result_cache_resumes_and_ignores_torn_lines(tmp_path):
     path = tmp_path / "c.jsonl"
     c = ResultCache(path)
-    c.put(c.key("fp", ablation_key([(1, 0)], "zero", "all")), {"scores": {"f1": 0.5}})
+    result = {"scores": {"f1": 0.5}, "items": [0.5]}
+    c.put(c.key("fp", ablation_key([(1, 0)], "zero", "all")), result)
     with open(path, "a") as fh:
         fh.write('{"key": "fp|torn", "res')  # a crash mid-write
     again = ResultCache(path)
-    assert again.get("fp|zero:1.0") == {"scores": {"f1": 0.5}}
+    assert again.get("fp|zero:1.0") == result
     assert again.get("fp|torn") is None
     assert ablation_key([], "zero", "all") == "clean"
     assert ablation_key([(0, 1)], "mean", "position") == "mean:position:0.1"
