@@ -122,12 +122,14 @@ def ablate(
     """Ablate the top --frac heads by induction score and report few-shot drops per task
     against random-head controls. Interrupted runs resume from a cache of finished results."""
     from ablation.config import AblationConfig
-    from induction.io import model_inputs, prepare_outputs
+    from induction.io import TABLE_SUFFIXES, check_output_path, model_inputs, prepare_outputs
 
     prepare_outputs(
         {"--out": out, "--plot": plot},
         [*model_inputs(model), suite if suite and Path(suite).is_file() else None, data_dir],
     )
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+    check_output_path(plot, (".html", ".htm"), "--plot")
 
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")

@@ -335,13 +335,14 @@ class ResultCache:
         self.data: dict[str, EvalResult] = {}
         self.hits = 0
         if self.path is not None and self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+            # A damaged line (torn, not UTF-8, wrongly typed) is a cache miss: recomputed.
+            for raw in self.path.read_bytes().splitlines():
                 try:
-                    rec = json.loads(line)
-                    self.data[rec["key"]] = EvalResult.from_json(rec["result"])
-                except (json.JSONDecodeError, RecursionError, KeyError, TypeError, ValueError,
-                        AttributeError):  # fmt: skip
-                    continue  # a torn or foreign line: recompute that result
+                    rec = json.loads(raw.decode("utf-8"))
+                    if isinstance(rec["key"], str):
+                        self.data[rec["key"]] = EvalResult.from_json(rec["result"])
+                except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
+                    continue
 
     @staticmethod
     def key(fingerprint: str, ablation_key: str) -> str:

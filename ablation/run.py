@@ -19,6 +19,7 @@ from ablation.report import task_key
 from ablation.results import CLEAN, TARGET, TaskResults, control_label
 from ablation.selection import (
     describe,
+    n_selected,
     parse_heads,
     random_controls,
     tied_scores,
@@ -71,20 +72,47 @@ def compute_scores(
     if cache_dir is not None:
         cached = Path(cache_dir) / f"{model_fingerprint(loaded)}.scores-{score}.csv"
         if cached.is_file():
-            import sys
+            df = _read_cached_scores(cached, score)
+            if df is not None:
+                import sys
 
-            print(
-                f"reusing cached {score} scores of {loaded.info.name} from {cached} "
-                "(--no-cache recomputes)",
-                file=sys.stderr,
-            )
-            return pd.read_csv(cached)
+                print(
+                    f"reusing cached {score} scores of {loaded.info.name} from {cached} "
+                    "(--no-cache recomputes)",
+                    file=sys.stderr,
+                )
+                return df
     df = induction_scores(loaded, scores=[score], progress=progress)
     if cached is not None:
         from induction.io import write_table
 
         write_table(df[[c for c in ("layer", "head", score) if c in df.columns]], cached)
     return df
+
+
+def _check_controls_possible(n_target: int, pool, info) -> None:
+    """Random controls need heads outside the target set; refuse a target of every head."""
+    n_pool = len(pool) if pool is not None else info.n_layers * info.n_heads
+    if n_target >= n_pool:
+        raise InputError(
+            f"the target set takes all {n_pool} heads, so no heads remain for random controls; "
+            "lower --frac (or name fewer --heads), or pass --controls 0"
+        )
+
+
+def _read_cached_scores(path: Path, score: str) -> pd.DataFrame | None:
+    """The cached score table, or None (and the file removed) when it is damaged: not CSV,
+    not UTF-8, without the ``layer``/``head``/``score`` columns or with non-numeric cells."""
+    try:
+        df = pd.read_csv(path)
+        ok = {"layer", "head", score} <= set(df.columns) and len(df) > 0
+        ok = ok and all(pd.api.types.is_numeric_dtype(df[c]) for c in ("layer", "head", score))
+    except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError):
+        ok = False
+    if ok:
+        return df
+    path.unlink(missing_ok=True)  # a cache of our own making: recompute it
+    return None
 
 
 def plan_heads(
@@ -109,12 +137,14 @@ def plan_heads(
             raise InputError("--tied needs a looped model (one with a loop plan); drop --tied")
         unrolled = list(plan.unrolled_layers)
     pool = None
-    if heads:
+    if heads is not None:  # an empty --heads is an error, not a silent fall-back to --frac
         target = parse_heads(heads, info.n_layers, info.n_heads)
         selection = f"explicit ({len(target)} heads)"
         if tied:
             target = sorted({(_first_pass(unrolled, la), h) for la, h in target})
     else:
+        if not tied and n_controls > 0:  # refuse before scoring when --frac takes every head
+            _check_controls_possible(n_selected(frac, info.n_layers * info.n_heads), None, info)
         if scores is None:
             scores = compute_scores(loaded, score=score, cache_dir=cache_dir)
         table = tied_scores(scores, unrolled) if tied else scores
@@ -123,6 +153,8 @@ def plan_heads(
     if tied:
         firsts = sorted({_first_pass(unrolled, i) for i in range(len(unrolled))})
         pool = [(la, h) for la in firsts for h in range(info.n_heads)]
+    if n_controls > 0:
+        _check_controls_possible(len(target), pool, info)
     controls = random_controls(
         target,
         info.n_layers,

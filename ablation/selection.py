@@ -26,7 +26,7 @@ import pandas as pd
 from induction.errors import InputError
 
 Head = tuple[int, int]
-_HEAD = re.compile(r"^\s*(\d+)\s*[.:]\s*(\d+)\s*$")
+_HEAD = re.compile(r"^\s*(?:[Ll](\d+)\s*[Hh](\d+)|(\d+)\s*[.:]\s*(\d+))\s*$")
 
 
 def n_selected(frac: float, n_total: int) -> int:
@@ -51,24 +51,27 @@ def top_frac(scores: pd.DataFrame, frac: float, score: str = "induction") -> lis
 
 
 def parse_heads(spec: str, n_layers: int, n_heads: int) -> list[Head]:
-    """Parse ``"L.H,L.H"`` (``L:H`` also accepted) and check ranges."""
+    """Parse ``"L3H1,L5H0"`` (``3.1`` and ``3:1`` also accepted) and check ranges; a head
+    named twice is refused."""
     heads: list[Head] = []
     for part in spec.split(","):
         if not part.strip():
             continue
         m = _HEAD.match(part)
         if not m:
-            raise InputError(f"malformed head {part.strip()!r} in --heads; write e.g. '3.1,5.0'")
-        layer, head = int(m[1]), int(m[2])
+            raise InputError(f"malformed head {part.strip()!r} in --heads; write e.g. 'L3H1,L5H0'")
+        layer, head = (int(m[1]), int(m[2])) if m[1] is not None else (int(m[3]), int(m[4]))
         if layer >= n_layers or head >= n_heads:
             raise InputError(
-                f"head {layer}.{head} out of range: the model has layers 0-{n_layers - 1} and "
+                f"head L{layer}H{head} out of range: the model has layers 0-{n_layers - 1} and "
                 f"heads 0-{n_heads - 1}"
             )
+        if (layer, head) in heads:
+            raise InputError(f"head L{layer}H{head} is named twice in --heads; name it once")
         heads.append((layer, head))
     if not heads:
-        raise InputError("--heads is empty; write e.g. '3.1,5.0'")
-    return sorted(set(heads))
+        raise InputError("--heads is empty; write e.g. 'L3H1,L5H0', or leave it out for --frac")
+    return sorted(heads)
 
 
 def all_heads(n_layers: int, n_heads: int) -> list[Head]:
@@ -129,4 +132,4 @@ def tied_scores(scores: pd.DataFrame, unrolled_layers: Sequence[tuple[int, int]]
 
 
 def describe(heads: Iterable[Head]) -> str:
-    return ",".join(f"{layer}.{head}" for layer, head in heads)
+    return ",".join(f"L{layer}H{head}" for layer, head in heads)

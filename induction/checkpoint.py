@@ -8,7 +8,6 @@ Nothing here imports torch unless a loop plan is read.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -60,10 +59,9 @@ def read_config(folder: str | Path) -> dict:
     path = Path(folder) / CONFIG_FILE
     if not path.is_file():
         raise InputError(f"{folder} has no config.json; expected a Hugging Face checkpoint folder")
-    try:
-        config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path} is not valid JSON ({exc})") from None
+    from induction.io import read_json
+
+    config = read_json(path, "config")
     if not isinstance(config, dict):
         raise InputError(f"{path} is not a JSON object")
     return config

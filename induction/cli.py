@@ -1,6 +1,7 @@
 """The ``induction`` command line.
 
-Errors the user can fix (:class:`induction.errors.WorkbenchError`) print ``error: <message>``
+Errors the user can fix (:class:`induction.errors.WorkbenchError`) and usage errors (bad option
+value, unknown option, missing argument) print ``error: <message>``
 on one line to stderr and exit with code 2; any other exception keeps its traceback.
 
 Commands live in their own modules and are registered in ``COMMANDS`` below, one line each.
@@ -14,6 +15,7 @@ import importlib
 import importlib.util
 import json
 import sys
+from typing import NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -26,6 +28,12 @@ from induction.cli_options import (
     TrustRemoteCodeOpt,
 )
 from induction.errors import WorkbenchError
+from induction.io import read_json
+
+try:  # typer >= 0.20 vendors click; older typers use click itself
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover
+    from click.exceptions import UsageError
 
 #: (module, attribute, command name). The attribute is a function (registered as a command
 #: named after it unless a name is given) or a ``typer.Typer`` (registered as a command group,
@@ -42,15 +50,33 @@ COMMANDS: list[tuple[str, str, str | None]] = [
 
 
 class _Group(TyperGroup):
-    """Prints a WorkbenchError raised by any command as one line and exits with code 2."""
+    """Prints a WorkbenchError raised by any command, and any usage error (bad option value,
+    unknown option, missing argument), as one ``error: ...`` line and exits with code 2."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except UsageError as e:  # an unknown option of the group itself
+            _fail(_usage_message(e))
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except WorkbenchError as e:
-            message = " ".join(str(e).split()) or type(e).__name__
-            typer.echo(f"error: {message}", err=True)
-            raise typer.Exit(2) from None
+            _fail(str(e) or type(e).__name__)
+        except UsageError as e:  # bad option value, unknown option, missing argument
+            _fail(_usage_message(e))
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    raise typer.Exit(2)
+
+
+def _usage_message(e: UsageError) -> str:
+    """Click's usage error as one line, ending with where to look for the right usage."""
+    command = e.ctx.command_path if e.ctx is not None else "induction"
+    return f"{e.format_message()} (see `{command} --help`)"
 
 
 app = typer.Typer(
@@ -123,8 +149,8 @@ def _zoo_row(name: str, registry) -> str:
     family, _, seed = name.rpartition("-s")
     folder = registry.zoo_path(name)
     try:
-        config = json.loads((folder / "config.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        config = read_json(folder / "config.json", "config")
+    except WorkbenchError:
         config = {}
     layers = config.get("num_hidden_layers", "?")
     heads = config.get("num_attention_heads", "?")

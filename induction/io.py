@@ -20,6 +20,7 @@ The guarantees of docs/safety.md are built here, once, for every command:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -255,8 +256,11 @@ def model_inputs(spec: Any) -> list[Path]:
         except Exception:
             return []
     path = Path(text).expanduser()
-    if path.exists():
-        return [path]
+    try:
+        if path.exists():
+            return [path]
+    except OSError:  # name too long, symlink loop: the loader reports it
+        return []
     from induction.zoo import registry
 
     if isinstance(spec, str) and registry.is_zoo_name(text):
@@ -461,3 +465,113 @@ def refuse_overwrite_input(out: str | Path | None, *inputs: str | Path | None) -
     """Raise InputError if ``out`` is, lies inside or contains one of ``inputs``
     (:func:`check_outputs` for one ``--out``)."""
     check_outputs({"--out": out}, inputs)
+
+
+# --------------------------------------------------------------------------- input checks
+
+#: Longest file name most file systems accept (bytes of one path component).
+NAME_MAX = 255
+
+
+def check_output_path(
+    path: str | Path | None,
+    allowed_suffixes: tuple[str, ...] | None = None,
+    flag_name: str = "--out",
+    *,
+    folder: bool = False,
+) -> None:
+    """Raise :class:`InputError` unless ``path`` can be written, *before* any work is done.
+
+    Checks the suffix (when ``allowed_suffixes`` is given), that a file output is not a
+    folder, that every path component fits the file system, that the parent exists or can be
+    created (the nearest existing ancestor is a writable folder) and that a probe file can
+    actually be created there (read-only mounts, ``/proc``, ``/sys``). Creates nothing that
+    stays: the probe is removed at once and no missing parent is made. ``folder=True`` checks
+    an output *folder* (``grow --out``) the same way, without the suffix and folder checks.
+    """
+    if path is None:
+        return
+    raw = os.fspath(path)
+    if not raw.strip():
+        raise InputError(f"{flag_name} is empty; pass a file path")
+    path = Path(raw).expanduser()
+    for part in path.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise InputError(
+                f"{flag_name}: the name {part[:24]}... is {len(os.fsencode(part))} bytes long; "
+                f"file names may have at most {NAME_MAX}; pass a shorter name"
+            )
+    if not folder:
+        if path.is_dir():
+            raise InputError(f"{flag_name} {path} is a folder; pass a file path")
+        if allowed_suffixes is not None and path.suffix.lower() not in allowed_suffixes:
+            raise InputError(
+                f"{flag_name} {path}: unknown suffix {path.suffix or '(none)'!r}; "
+                f"use one of {', '.join(allowed_suffixes)}"
+            )
+    parent = path.parent
+    existing = parent
+    while not existing.exists():
+        if existing.is_symlink():
+            raise InputError(f"{flag_name} {path}: {existing} is a broken or looping symlink")
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(
+            f"{flag_name} {path}: {existing} is a file, not a folder; choose another location"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(
+            f"{flag_name} {path}: cannot write in {existing} (permission denied); "
+            "choose a writable location"
+        )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".induction-probe.", dir=existing)
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+        raise InputError(
+            f"{flag_name} {path}: cannot write in {existing} ({reason}); choose a writable location"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def read_json(path: str | Path, what: str = "JSON file") -> Any:
+    """Parse a UTF-8 JSON file, turning every way it can be unreadable into one
+    :class:`InputError` that names the file (missing, unreadable, not UTF-8, not JSON, nested
+    too deeply)."""
+    return parse_json(read_text(path, what), f"{what} {path}")
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """A UTF-8 text file's content; missing, unreadable or non-UTF-8 files raise one-line
+    :class:`InputError` naming ``what`` and the path."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"{what} {path} is not UTF-8 text (bad byte at offset {e.start}); re-save it as UTF-8"
+        ) from None
+    except OSError as e:
+        raise InputError(f"cannot read {what} {path}: {_os_reason(e)}") from None
+
+
+def parse_json(text: str, where: str) -> Any:
+    """``json.loads`` with one-line :class:`InputError` for malformed or absurdly nested
+    text; ``where`` names the source in the message."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"{where} is not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{where} is nested too deeply to be read as JSON") from None
+
+
+def _os_reason(e: OSError) -> str:
+    if e.errno == errno.ELOOP:
+        return "symlink loop; point it at a real file"
+    return e.strerror or type(e).__name__

@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 import torch
 
-from induction.errors import ModelLoadError
+from induction.errors import ModelLoadError, WorkbenchError
 from induction.specs import (  # noqa: F401  (PACKAGED_GGUF, packaged_gguf: re-exported)
     PACKAGED_GGUF,
     is_loaded_model,
@@ -278,7 +278,7 @@ def _load_folder(
         loop_plan = LoopPlan.load(folder)
         try:
             hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
-        except Exception as e:
+        except (OSError, ValueError, RuntimeError) as e:  # no weights, shapes off the config
             raise ModelLoadError(f"cannot load the weights in {folder}: {_one_line(e)}") from None
         hf_model = _place(hf_model, dev, device_map)
     else:
@@ -291,10 +291,12 @@ def _load_folder(
 
 
 def _read_json(path: Path) -> dict:
+    from induction.io import read_json
+
     try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ModelLoadError(f"{path} is not valid JSON ({_one_line(e)})") from None
+        return read_json(path, "JSON file")
+    except WorkbenchError as e:
+        raise ModelLoadError(str(e)) from None
 
 
 def _check_config(folder: Path, trust_remote_code: bool):
@@ -341,25 +343,82 @@ def _check_config(folder: Path, trust_remote_code: bool):
 
 
 def _check_weights(folder: Path) -> None:
-    tensors = sorted(folder.glob("*.safetensors"))
+    check_safetensors(folder, ModelLoadError)
+
+
+WEIGHTS_INDEX = "model.safetensors.index.json"
+
+
+def check_safetensors(folder: Path, error: type[Exception] = ModelLoadError) -> dict[str, Path]:
+    """Check a checkpoint folder's safetensors weights before anything reads them; returns
+    ``{tensor name: file}``.
+
+    Refuses pickle-only folders, empty, truncated or corrupt ``.safetensors`` files, and a
+    ``model.safetensors.index.json`` that is not JSON, has no ``weight_map`` object of
+    names to file names, or names a shard that is missing or outside the folder. Raises
+    ``error`` (a :class:`WorkbenchError`) with a one-line message naming the file and the fix.
+    """
+    from safetensors import safe_open
+
+    from induction.io import read_json
+
+    index = folder / WEIGHTS_INDEX
+    named: dict[str, Path] | None = None
+    if index.is_file():
+        try:
+            data = read_json(index, "safetensors index")
+        except WorkbenchError as e:
+            raise error(str(e)) from None
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
+        ):
+            raise error(
+                f"{index} has no weight_map object of tensor names to shard files; "
+                "re-save the checkpoint with model.save_pretrained(folder)"
+            )
+        named = {}
+        for name, file in weight_map.items():
+            shard = folder / file
+            if Path(file).name != file or not shard.is_file():
+                raise error(
+                    f"{index} names shard {file!r}, which is not a file in {folder}; "
+                    "restore the shard or re-save the checkpoint"
+                )
+            named[name] = shard
+        tensors = sorted(set(named.values()))
+    else:
+        tensors = sorted(folder.glob("*.safetensors"))
     if not tensors:
         pickles = [p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth")]
         if pickles:
-            raise ModelLoadError(
+            raise error(
                 f"{folder} has only pickle weights ({', '.join(sorted(pickles)[:3])}); the "
                 "workbench reads safetensors only: re-save with model.save_pretrained(folder)"
             )
-        raise ModelLoadError(f"{folder} has no *.safetensors weights")
-    from safetensors import safe_open
-
+        raise error(f"{folder} has no *.safetensors weights")
+    found: dict[str, Path] = {}
     for path in tensors:
+        if path.is_dir():
+            raise error(f"{path} is a folder, not a safetensors file")
         try:
             with safe_open(str(path), framework="pt") as f:
-                f.keys()
+                keys = list(f.keys())
         except Exception as e:
-            raise ModelLoadError(
+            raise error(
                 f"{path} is corrupt or truncated ({_one_line(e)}); re-save or re-download it"
             ) from None
+        for key in keys:
+            found.setdefault(key, path)
+    if named is None:
+        return found
+    for name, shard in named.items():
+        if found.get(name) != shard:
+            raise error(
+                f"{index} puts tensor {name!r} in {shard.name}, which does not hold it; "
+                "re-save the checkpoint"
+            )
+    return named
 
 
 def _load_tokenizer(folder: Path, trust_remote_code: bool):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from torch import nn
 
-from induction.errors import LineageError
+from induction.errors import InputError, LineageError
 from induction.layers import decoder_layers
 
 PLAN_FILE = "loop_plan.json"
@@ -78,15 +78,24 @@ class LoopPlan:
     @classmethod
     def load(cls, folder: str | Path) -> LoopPlan:
         path = Path(folder) / PLAN_FILE if Path(folder).is_dir() else Path(folder)
+        from induction.io import read_json
+
         try:
-            data = json.loads(path.read_text())
-            if data.get("format") != FORMAT:
-                raise LineageError(f"{path}: not a loop plan (format {data.get('format')!r})")
+            data = read_json(path, "loop plan")
+        except InputError as exc:
+            raise LineageError(str(exc)) from None
+        try:
+            if not isinstance(data, dict) or data.get("format") != FORMAT:
+                raise LineageError(f"{path}: not a loop plan (format {_format(data)!r})")
             plan = cls(**{k: data[k] for k in ("block", "loops", "prelude", "coda")})
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
             raise LineageError(f"cannot read loop plan {path}: {exc}") from None
         plan.validate()
         return plan
+
+
+def _format(data) -> object:
+    return data.get("format") if isinstance(data, dict) else type(data).__name__
 
 
 def _layers(model: nn.Module) -> nn.ModuleList:

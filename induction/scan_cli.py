@@ -31,7 +31,12 @@ def scan(
     batch: Annotated[int, typer.Option("--batch", help="Prompts per seed.")] = 32,
     seeds: Annotated[
         str,
-        typer.Option("--seeds", help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2."),
+        typer.Option(
+            "--seeds",
+            help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2. Each seed draws "
+            "--batch prompts; the spread over seeds is the ± column. (Commands with one random "
+            "stream take --seed; `ablate --prompt-seeds N` repeats with seeds seed..seed+N-1.)",
+        ),
     ] = "3",
     top: Annotated[int, typer.Option("--top", help="Heads shown in the table.")] = 10,
     scores: Annotated[
@@ -92,6 +97,8 @@ def scan(
         raise InputError(f"--top must be >= 1, got {top}")
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
+    if chunk is not None and chunk < 1:
+        raise InputError(f"--chunk must be a positive integer, got {chunk}; or leave it out")
     band = _parse_range(token_range) if token_range else None
     _check_outputs(model, out, plot, bar)
 
@@ -127,7 +134,7 @@ def scan(
         _print_report(df, loaded, top)
         if out is not None:
             write_table(df, out)
-            typer.echo(wrote(out))
+            typer.echo(wrote(out), err=True)
         rank_by = df.attrs["rank_by"]
         for path, kind in ((plot, "heatmap"), (bar, "bar")):
             if path is None:
@@ -136,7 +143,7 @@ def scan(
 
             fig = plots.heatmap(df, rank_by) if kind == "heatmap" else plots.ranked_bar(df, rank_by)
             note = plots.save_figure(fig, path)
-            typer.echo(f"note: {note}" if note else wrote(path), err=bool(note))
+            typer.echo(f"note: {note}" if note else wrote(path), err=True)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -177,18 +184,15 @@ def _parse_layers(text: str, n_layers: int) -> list[int]:
 
 
 def _check_outputs(model: str, out: Path | None, plot: Path | None, bar: Path | None) -> None:
-    from induction.io import TABLE_SUFFIXES, check_outputs, model_inputs
+    """Refuse unusable output paths before any work: an input, a bad suffix, a folder, an
+    unwritable or impossible location, or two outputs naming one file."""
+    from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, model_inputs
     from induction.plots import FIGURE_SUFFIXES
 
     check_outputs({"--out": out, "--plot": plot, "--bar": bar}, model_inputs(model))
-    if out is not None and out.suffix.lower() not in TABLE_SUFFIXES:
-        raise InputError(
-            f"--out {out}: unknown table format {out.suffix or '(none)'!r}; "
-            f"use one of {', '.join(TABLE_SUFFIXES)}"
-        )
-    for flag, path in (("--plot", plot), ("--bar", bar)):
-        if path is not None and path.suffix.lower() not in FIGURE_SUFFIXES:
-            raise InputError(f"{flag} {path}: use a .html or .png file name")
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+    check_output_path(plot, FIGURE_SUFFIXES, "--plot")
+    check_output_path(bar, FIGURE_SUFFIXES, "--bar")
 
 
 # --------------------------------------------------------------------------- report

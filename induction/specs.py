@@ -13,6 +13,7 @@ Nothing here imports torch or transformers.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -100,6 +101,7 @@ def resolve_spec(spec: Any) -> ModelSpec:
         if registry.is_zoo_name(text):
             return ModelSpec("zoo", text, registry.zoo_path(text))
     path = Path(text).expanduser()
+    _check_spec_path(path, text)
     if path.is_dir():
         return ModelSpec("folder", text, path)
     if path.is_file():
@@ -111,6 +113,26 @@ def resolve_spec(spec: Any) -> ModelSpec:
     if isinstance(spec, str) and path.suffix.lower() != ".gguf" and looks_like_hub_name(text):
         return ModelSpec("hub", text)
     raise SpecNotFoundError(f"no such file or folder: {text} ({_WHAT})")
+
+
+def _check_spec_path(path: Path, text: str) -> None:
+    """Refuse a spec no file system can hold (too long a name) and a symlink loop, which
+    ``is_dir``/``is_file`` would otherwise report as a missing path (and then a hub name)."""
+    shown = text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
+    if any(len(os.fsencode(part)) > 255 for part in path.parts):
+        raise ModelLoadError(
+            f"model spec {shown} is too long for a file name or hub name; "
+            "pass a zoo name, a checkpoint folder, a .gguf file or a hub name"
+        )
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ModelLoadError(
+                f"{shown} is a symlink loop; point the link at a real checkpoint folder"
+            ) from None
+        if e.errno == errno.ENAMETOOLONG:
+            raise ModelLoadError(f"model spec {shown} is too long for a path") from None
 
 
 def is_bare_name(text: str) -> bool:

@@ -85,26 +85,11 @@ def read_checkpoint(spec: str | Path) -> Checkpoint:
 
 
 def _weight_files(folder: Path) -> dict[str, Path]:
-    from safetensors import safe_open
+    """``{tensor name: safetensors file}``, with the checks ``induction info`` applies
+    (truncated or empty files, an index naming a missing shard, a malformed weight map)."""
+    from induction.loading import check_safetensors
 
-    index = folder / WEIGHTS_INDEX
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise InputError(f"{index} is not a safetensors index ({exc!r})") from None
-        return {name: folder / file for name, file in weight_map.items()}
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
-        pickles = [p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES]
-        hint = f" (found {', '.join(pickles)}: pickled weights are not read)" if pickles else ""
-        raise InputError(f"{folder} has no *.safetensors weights{hint}")
-    out = {}
-    for f in files:
-        with safe_open(str(f), framework="pt") as fh:
-            for name in fh.keys():
-                out[name] = f
-    return out
+    return check_safetensors(folder, InputError)
 
 
 def _layer_prefix(weights: dict[str, Path], depth: int, folder: Path) -> str:

@@ -93,7 +93,12 @@ def lineage(
         ),
     ] = 0.8,
     seeds: Annotated[
-        str, typer.Option("--seeds", help="Scan now: prompt seeds, a count n or a list 0,1,2.")
+        str,
+        typer.Option(
+            "--seeds",
+            help="Scan now: prompt seeds, a count n (seeds 0..n-1) or a list 0,1,2 (as "
+            "`induction scan --seeds`; `ablate --seed`/`--prompt-seeds` seed its prompts).",
+        ),
     ] = "3",
     batch: Annotated[int, typer.Option("--batch", help="Scan now: prompts per seed.")] = 32,
     as_json: Annotated[
@@ -104,11 +109,29 @@ def lineage(
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Trace the strongest induction heads back to their ancestors in the initial network."""
-    from induction.io import check_outputs, claim_outputs, model_inputs
+    import math
+
+    from induction.io import (
+        TABLE_SUFFIXES,
+        check_output_path,
+        check_outputs,
+        claim_outputs,
+        model_inputs,
+    )
     from lineage.api import trace
+    from lineage.export import SUFFIXES
 
     if initial is not None and initial_scores is not None:
         raise InputError("pass either --initial or --initial-scores, not both")
+    if top < 1:
+        raise InputError(f"--top must be a positive integer, got {top}")
+    if not 0 < cover <= 1:
+        raise InputError(f"--cover must be in (0, 1], got {cover}; e.g. 0.8")
+    if not math.isfinite(threshold):
+        raise InputError(f"--threshold must be a finite score, got {threshold}; e.g. 0.4")
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+    for path in export or []:
+        check_output_path(path, tuple(SUFFIXES), "--export")
     check_outputs(
         {"--out": out, "--export": export or []},
         [*model_inputs(model), *model_inputs(initial), log, scores, initial_scores],
@@ -174,13 +197,16 @@ def grow(
     ] = False,
 ) -> None:
     """Grow a checkpoint by a MIDAS/LIDAS step or a mergekit passthrough config."""
-    from induction.io import check_outputs, model_inputs, wrote
+    from induction.io import check_output_path, check_outputs, model_inputs, wrote
     from lineage.checkpoint import grow_checkpoint, read_checkpoint
     from lineage.mergekit import apply_mergekit
 
     if preset is not None and mergekit is not None:
         raise InputError("pass either --preset or --mergekit, not both")
+    if mergekit is None and block < 1:
+        raise InputError(f"--block must be >= 1 (layers per copied block), got {block}")
     check_outputs({"--out": out}, [*model_inputs(checkpoint), mergekit])
+    check_output_path(out, flag_name="--out", folder=True)
     before = read_checkpoint(checkpoint)
     if mergekit is not None:
         grown = apply_mergekit(mergekit, checkpoint, out, step=step, force=force, allow_large=yes)
@@ -208,15 +234,21 @@ def grow(
 
 
 def _parse_seeds(text: str) -> int | list[int]:
+    from induction.prompts import normalize_seeds
+
     try:
         if "," in text:
-            return [int(s) for s in text.split(",") if s.strip()]
-        n = int(text)
+            value: int | list[int] = [int(s) for s in text.split(",") if s.strip()]
+        else:
+            value = int(text)
     except ValueError:
-        raise InputError(f"--seeds must be a count or a comma-separated list, got {text!r}")
-    if n < 1:
-        raise InputError(f"--seeds must be at least 1, got {n}")
-    return n
+        raise InputError(
+            f"--seeds must be a count or a comma-separated list, got {text!r}"
+        ) from None
+    if isinstance(value, int) and value < 1:
+        raise InputError(f"--seeds must be at least 1, got {value}")
+    normalize_seeds(value)  # the scan's own checks (range, duplicates), before any work
+    return value
 
 
 __all__ = ["grow", "lineage", "LineageError"]

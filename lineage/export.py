@@ -99,7 +99,9 @@ def write_node_link(g, path: str | Path) -> Path:
 def read_node_link(path: str | Path):
     import networkx as nx
 
-    return nx.node_link_graph(json.loads(Path(path).read_text()), edges="edges")
+    from induction.io import read_json
+
+    return nx.node_link_graph(read_json(path, "node-link graph"), edges="edges")
 
 
 # --------------------------------------------------------------------------- DOT

@@ -26,8 +26,14 @@ from induction.layers import DEPTH_KEYS, decoder_layers, set_layers
 from lineage.log import DuplicationLog, GrowthEvent
 
 
+def _check_block(block: int) -> None:
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise InputError(f"block must be an integer >= 1 (layers per copied block), got {block}")
+
+
 def midas_span(depth: int, block: int = 4) -> tuple[tuple[int, int], int]:
     """(source span, insertion index) of MIDAS: the middle block of ``block`` layers."""
+    _check_block(block)
     if depth % block:
         raise InputError(f"MIDAS needs a depth divisible by the block size {block}, got {depth}")
     k = depth // block
@@ -37,6 +43,7 @@ def midas_span(depth: int, block: int = 4) -> tuple[tuple[int, int], int]:
 
 def lidas_span(depth: int, block: int = 4) -> tuple[tuple[int, int], int]:
     """(source span, insertion index) of LIDAS: ``block`` layers centred on the midpoint."""
+    _check_block(block)
     if block % 2 or block > depth:
         raise InputError(
             f"LIDAS needs an even block no larger than the depth; got block {block}, depth {depth}"

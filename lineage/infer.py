@@ -34,12 +34,12 @@ comparing every tensor of the layer (``mode = "layer"``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from induction.errors import InputError
+from induction.io import read_json
 from induction.layers import LAYER_KEY
 from lineage.log import DuplicationLog
 
@@ -136,7 +136,7 @@ def _state_dict_from(source: Any) -> tuple[dict, dict]:
         sd = {}
         for f in files:
             sd.update(load_file(str(f)))
-        config = json.loads((folder / "config.json").read_text())
+        config = read_json(folder / "config.json", "config")
         return sd, config
     if isinstance(source, torch.nn.Module):
         config = getattr(source, "config", None)

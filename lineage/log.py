@@ -30,7 +30,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from induction.errors import LineageError
+from induction.errors import InputError, LineageError
 
 FORMAT = "induction-workbench/duplication-log"
 VERSION = 1
@@ -250,14 +250,14 @@ class DuplicationLog:
         path = Path(path)
         if path.is_dir():
             path = path / LOG_FILE
+        from induction.io import read_json
+
+        if not path.exists() and not path.is_symlink():
+            raise LineageError(f"duplication log not found: {path}")
         try:
-            data = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise LineageError(f"duplication log not found: {path}") from None
-        except json.JSONDecodeError as exc:
-            raise LineageError(
-                f"duplication log {path} is not valid JSON ({exc.msg}, line {exc.lineno})"
-            ) from None
+            data = read_json(path, "duplication log")
+        except InputError as exc:
+            raise LineageError(str(exc)) from None
         return cls.from_json(data)
 
 

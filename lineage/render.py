@@ -24,12 +24,15 @@ def print_trace(result: TraceResult, console: Console | None = None) -> None:
     console.print(ancestor_table(s))
     for line in inference_lines(result):
         console.print(line)
-    for note in s.notes:
-        console.print(f"note: {note}")
+    from rich.console import Console
+
     from induction.io import wrote
 
+    err = Console(stderr=True)  # diagnostics to stderr, results to stdout
+    for note in s.notes:
+        err.print(f"note: {note}")
     for p in result.written:
-        console.print(wrote(p))
+        err.print(wrote(p))
 
 
 def header(result: TraceResult) -> str:

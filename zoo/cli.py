@@ -41,8 +41,13 @@ def train_command(
     """Train one zoo model from scratch with a progress bar and write it as a checkpoint folder."""
     from rich.console import Console
 
+    from induction.io import check_output_path
     from zoo.train import train, zoo_config, zoo_model_name
 
+    if threads < 1:
+        raise InputError(f"--threads must be >= 1, got {threads}")
+    if steps is not None and steps <= 0:
+        raise InputError(f"--steps must be positive, got {steps}")
     cfg = zoo_config(family, seed, threads=threads)
     if grow_at is not None:
         if cfg.family != "grown":
@@ -50,6 +55,9 @@ def train_command(
         cfg.grow_at = _fractions(grow_at)
         cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
     out = out or Path("runs") / zoo_model_name(cfg)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; pass a folder path")
+    check_output_path(out, flag_name="--out", folder=True)
     if steps is not None:
         if steps <= 0:
             raise InputError("--steps must be positive")

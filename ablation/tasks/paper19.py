@@ -30,7 +30,6 @@ shots: 5, except 1 for open-book QA (long contexts) and 8 for GSM8K (chain of th
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -42,6 +41,7 @@ from ablation.tasks.base import Example, GenTask, make_task
 from ablation.tasks.spec import TaskSpec, index
 from ablation.tasks.words import qa_example
 from induction.errors import InputError
+from induction.io import parse_json, read_json, read_text
 
 MAX_CONTEXT_CHARS = 3000  # open-book contexts are clipped to keep prompts CPU-sized
 CLOSED_FMT, OPEN_FMT = "Q: {x}\nA: {y}", "{context}\n\nQ: {x}\nA: {y}"
@@ -135,20 +135,14 @@ def default_data_dir() -> Path:
 
 # ---------------------------------------------------------------- parsers (released formats)
 def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path} is not valid JSON ({e.msg} at line {e.lineno})") from None
+    return read_json(path, "dataset file")
 
 
 def _read_jsonl(path: Path) -> list[dict]:
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(path, "dataset file").splitlines(), 1):
         if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise InputError(f"{path}:{n} is not valid JSON ({e.msg})") from None
+            rows.append(parse_json(line, f"{path}:{n}"))
     return rows
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from ablation.tasks.base import GenTask, make_gen_task
 from ablation.tasks.words import qa_example
 from induction.errors import InputError
+from induction.io import read_text
 
 
 def read_jsonl(path: str | Path) -> list[tuple[str, list[str]]]:
@@ -24,11 +25,13 @@ def read_jsonl(path: str | Path) -> list[tuple[str, list[str]]]:
             '{"input": ..., "output": ...} lines'
         )
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_text(path, "task file").splitlines(), 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise InputError(f"{path}:{n}: nested too deeply to be read as JSON") from None
         except json.JSONDecodeError as e:
             raise InputError(
                 f'{path}:{n}: not JSON ({e.msg}); each line must be {{"input": ..., "output": ...}}'

@@ -8,11 +8,11 @@ decoding until a newline, scored by the metric in the file (token F1 or exact ma
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ablation.tasks.base import Example, GenTask, make_task
 from ablation.tasks.spec import TaskSpec
+from induction.io import read_json
 
 DATA = Path(__file__).parent / "data" / "words"
 
@@ -43,7 +43,7 @@ def specs() -> list[TaskSpec]:
 
 
 def load_examples(path: Path) -> tuple[dict, list[Example]]:
-    meta = json.loads(path.read_text(encoding="utf-8"))
+    meta = read_json(path, "task file")
     exs = [qa_example(it["input"], it["output"]) for it in meta["items"]]
     return meta, exs
 

@@ -9,7 +9,6 @@ unrolled at load time (see ``induction.looped``).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -60,4 +59,6 @@ def zoo_path(name: str) -> Path:
 
 def model_card(name: str) -> dict:
     """The model's ``card.json`` (training config, cost, measured scores)."""
-    return json.loads((zoo_path(name) / "card.json").read_text())
+    from induction.io import read_json
+
+    return read_json(zoo_path(name) / "card.json", "model card")

@@ -50,7 +50,10 @@ def test_top_frac_and_ties():
 
 
 def test_parse_heads():
-    assert parse_heads("3.1, 5.0,3.1", 8, 4) == [(3, 1), (5, 0)]
+    assert parse_heads("3.1, 5.0", 8, 4) == [(3, 1), (5, 0)]
+    assert parse_heads("L5H0,l3h1", 8, 4) == [(3, 1), (5, 0)]
+    with pytest.raises(InputError, match="named twice"):
+        parse_heads("3.1,L3H1", 8, 4)
     assert parse_heads("2:3", 8, 4) == [(2, 3)]
     with pytest.raises(InputError, match="out of range"):
         parse_heads("8.0", 8, 4)

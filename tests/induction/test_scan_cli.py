@@ -71,7 +71,7 @@ def test_png_is_written_or_skipped_with_a_note(tiny_llama_dir, tmp_path):
         (["--batch", -1], ["batch must be a positive integer"]),
         (["--seeds", "a,b"], ["--seeds"]),
         (["--convention", "abs"], ["unknown convention"]),
-        (["--out", "x.xlsx"], ["unknown table format"]),
+        (["--out", "x.xlsx"], ["unknown suffix"]),
         (["--token-range", "5"], ["--token-range"]),
         (["--threads", 0], ["--threads must be >= 1"]),
     ],

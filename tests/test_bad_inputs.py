@@ -1,0 +1,764 @@
+"""Every bad input of the bad-input issue (``bad-inputs.txt``), as one table.
+
+Each case builds its damaged input in ``tmp_path`` (copies of the tiny checkpoint and of zoo
+models, broken JSON, truncated weights, ...), runs the CLI and checks the promise: exit code
+2, exactly one ``error: ...`` line on stderr naming the problem, no traceback, no new file
+anywhere under ``tmp_path`` (the working folder and every output location of the case) and
+every input file byte for byte unchanged. Ids follow the issue (L: loading, S: scan options,
+O: scan outputs, G: duplication logs, M: model side files, N: lineage options, K: mergekit
+configs, W: grow, A/J: ablate and its task files, Z: zoo train, X: looped weights, P:
+pathological specs); ``*_new`` ids are the cases the issue describes beyond its table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from induction.cli import app
+from induction.zoo import registry
+
+runner = CliRunner()
+
+
+# --------------------------------------------------------------------------- environment
+
+
+class Env(dict):
+    """Placeholders of a case's arguments; model copies are made on first use.
+
+    ``{good}`` tiny Llama checkpoint, ``{grown}`` / ``{looped}`` / ``{dense}`` zoo models
+    (seed 0), ``{d}`` the case's folder, ``{scores}`` a valid score table of ``{grown}``.
+    """
+
+    def __init__(self, d: Path, tiny: Path):
+        super().__init__(d=str(d))
+        self.d, self.tiny = d, tiny
+
+    def model(self, name: str) -> Path:
+        dst = self.d / name
+        if not dst.exists():
+            src = self.tiny if name == "good" else registry.zoo_path(f"{name}-s0")
+            shutil.copytree(src, dst)
+        return dst
+
+    def __missing__(self, key: str) -> str:
+        if key == "scores":
+            path = self.d / "scores.csv"
+            rows = ["layer,head,induction"] + [
+                f"{la},{h},0.{la}{h}" for la in range(8) for h in range(4)
+            ]
+            path.write_text("\n".join(rows) + "\n")
+            return str(path)
+        return str(self.model(key))
+
+    def file(self, name: str, data: str | bytes) -> Path:
+        path = self.d / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data)
+        return path
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    args: tuple[str, ...]  # CLI arguments, str.format-ed with the Env placeholders
+    make: Callable[[Env], object] | None = None  # builds the damaged inputs
+    fragments: tuple[str, ...] = ()  # must appear in the error line
+    needs: str | None = None  # "no-cuda", "offline": skip when the machine cannot show it
+
+    def __str__(self) -> str:
+        return self.id
+
+
+def C(id, args, make=None, *fragments, needs=None) -> Case:
+    return Case(id, tuple(shlex.split(args)) if isinstance(args, str) else tuple(args), make,
+                fragments, needs)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- builders
+
+
+def _edit_json(path: Path, change: Callable[[dict], object]) -> None:
+    data = json.loads(path.read_text())
+    result = change(data)
+    path.write_text(json.dumps(data if result is None else result))
+
+
+def _config(name="good", **changes):
+    def make(env):
+        def change(cfg):
+            for k, v in changes.items():
+                if v is _DROP:
+                    cfg.pop(k, None)
+                else:
+                    cfg[k] = v
+
+        _edit_json(env.model(name) / "config.json", change)
+
+    return make
+
+
+_DROP = object()
+
+
+def _replace(name: str, file: str, data: str | bytes | None):
+    """Model copy with ``file`` replaced by ``data`` (None: removed)."""
+
+    def make(env):
+        path = env.model(name) / file
+        path.unlink(missing_ok=True)
+        if data is not None:
+            env.file(f"{name}/{file}", data)
+
+    return make
+
+
+def _truncate(name: str, keep: float = 0.5):
+    def make(env):
+        path = env.model(name) / "model.safetensors"
+        data = path.read_bytes()
+        path.write_bytes(data[: int(len(data) * keep)])
+
+    return make
+
+
+def _header(obj: dict, body: bytes = b"") -> bytes:
+    raw = json.dumps(obj).encode()
+    return struct.pack("<Q", len(raw)) + raw + body
+
+
+def _index(weight_map, shard_ok=True):
+    """An index file beside the weights (``weight_map`` may be any JSON value)."""
+
+    def make(env):
+        folder = env.model("good")
+        (folder / "model.safetensors.index.json").write_text(
+            json.dumps({"metadata": {}, "weight_map": weight_map})
+            if weight_map != "STRING"
+            else json.dumps("not an index")
+        )
+
+    return make
+
+
+def _symlink_loop(name: str):
+    def make(env):
+        link = env.d / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.unlink(missing_ok=True)
+        os.symlink(link, link)
+
+    return make
+
+
+def _with(*makers):
+    def make(env):
+        for m in makers:
+            m(env)
+
+    return make
+
+
+def _log(change):
+    """``{d}/log.json``: the grown zoo model's log changed by ``change(log)`` (its return
+    value, when not None, replaces the log; bytes are written as they are)."""
+
+    def make(env):
+        log = json.loads((registry.zoo_path("grown-s0") / "duplication_log.json").read_text())
+        result = change(log)
+        data = result if result is not None else log
+        env.file("log.json", data if isinstance(data, bytes | str) else json.dumps(data))
+
+    return make
+
+
+def _event(key, value):
+    def change(log):
+        log["events"][0][key] = value
+
+    return change
+
+
+def _lm0(value):
+    def change(log):
+        log["events"][0]["layer_map"][0] = value
+
+    return change
+
+
+def _top(key, value):
+    def change(log):
+        if value is _DROP:
+            log.pop(key)
+        else:
+            log[key] = value
+
+    return change
+
+
+def _mergekit(text: str | bytes):
+    return lambda env: env.file("mk.yml", text)
+
+
+def _mk(ranges, extra="", method="passthrough"):
+    slices = "".join(
+        f"  - sources:\n      - model: grown\n        layer_range: {r}\n" for r in ranges
+    )
+    return f"slices:\n{slices}merge_method: {method}\n{extra}"
+
+
+def _suite(text: str | bytes):
+    return lambda env: env.file("tasks.jsonl", text)
+
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+_NON_UTF8 = b'{"format": "\xff\xfe\xfa"}'
+_PICKLE = b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94."  # pickle.dumps({})
+_LONG = "m" * 5000
+
+SCAN = "scan {good} --no-loss --seeds 1 --batch 2 --seq-len 8"
+LIN = "lineage {grown} --scores {scores}"
+GROW = "grow {grown} --out {d}/out"
+ABL = "ablate {good} --no-cache --quiet --n-items 2 --controls 1"
+
+# --------------------------------------------------------------------------- the table
+
+CASES: list[Case] = [
+    # L: loading (`induction info`)
+    C("L01", "info {d}/nonexistent", None, "no such file or folder"),
+    C("L02", "info {d}/empty", lambda e: (e.d / "empty").mkdir(), "no config.json"),
+    C("L03", "info {good}", _replace("good", "config.json", "{ not json"), "not valid JSON"),
+    C("L04", "info {good}", _truncate("good"), "truncated"),
+    C("L05", "info {good}", _replace("good", "model.safetensors", b""), "truncated"),
+    C(
+        "L06",
+        "info {good}",
+        _replace("good", "model.safetensors", struct.pack("<Q", 2**60) + b"{}"),
+    ),
+    C(
+        "L07",
+        "info {good}",
+        _replace(
+            "good",
+            "model.safetensors",
+            _header({"w": {"dtype": "F99", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4),
+        ),
+    ),
+    C("L08", "info {d}/m.gguf", lambda e: e.file("m.gguf", b"")),
+    C("L09", "info {d}/m.gguf", lambda e: e.file("m.gguf", os.urandom(4096))),
+    C("L10", "info {d}/m.gguf", lambda e: e.file("m.gguf", b"GGUF")),
+    C("L11", "info nosuch-org-x/nosuch-model-y", None, "unreachable", needs="offline"),
+    C(
+        "L12",
+        "info {good}",
+        _with(
+            _replace("good", "model.safetensors", None),
+            _replace("good", "pytorch_model.bin", b"\0" * 64),
+        ),
+        "pickle",
+    ),
+    C(
+        "L13",
+        "info {good}",
+        _with(
+            _replace("good", "model.safetensors", None),
+            _replace("good", "pytorch_model.bin", _PICKLE),
+        ),
+        "pickle",
+    ),
+    C("L15", "info {d}/loop", _symlink_loop("loop"), "symlink loop"),
+    C(
+        "L16",
+        "info {good}",
+        _with(_replace("good", "config.json", None), _symlink_loop("good/config.json")),
+    ),
+    C("L17", "info {good}", _replace("good", "config.json", b'{"model_type": "\xff"}'), "UTF-8"),
+    C("L18", "info {good}", _replace("good", "config.json", "[1, 2]")),
+    C("L19", "info {good}", _config(model_type=_DROP)),
+    C("L20", "info {good}", _config(model_type="bert", architectures=["BertModel"])),
+    C("L21", "info {good}", _config(hidden_size=64)),
+    C("L22", "info {good}", _config(num_hidden_layers=4)),
+    C("L23", "info {d}/x.gguf", lambda e: (e.d / "x.gguf").mkdir()),
+    # S: scan options
+    *[
+        C(f"S{n:02d}", f"{SCAN} {opt}", None, *frag)
+        for n, opt, *frag in [
+            (1, "--seeds ''"),
+            (2, "--seeds -1"),
+            (3, "--seeds 0"),
+            (4, "--seeds 1,,x", "--seeds"),
+            (5, "--batch 0", "batch"),
+            (6, "--batch -3", "batch"),
+            (7, "--seq-len 100000"),
+            (8, "--seq-len 0"),
+            (9, "--seq-len -5"),
+            (10, "--seq-len 125", "distinct tokens"),
+            (11, "--seeds -1,2"),
+            (12, "--seeds 99999999999999999999999,1", "too large"),
+            (13, "--scores bogus", "bogus"),
+            (14, "--scores ''"),
+            (15, "--convention foo"),
+            (16, "--n-repeats 0"),
+            (17, "--token-range 5:3"),
+            (18, "--token-range 0:99999"),
+            (19, "--token-range abc", "--token-range"),
+            (20, "--layers 7:99"),
+            (21, "--layers 3:3"),
+            (22, "--layers x", "--layers"),
+            (23, "--chunk 0", "--chunk"),
+            (24, "--threads 0"),
+            (25, "--threads -1"),
+            (26, "--top -1"),
+            (27, "--dtype float8"),
+            (29, "--device bogus"),
+            (30, "--batch notanint", "--batch"),
+        ]
+    ],  # fmt: skip
+    C("S28", f"{SCAN} --device cuda", None, needs="no-cuda"),
+    C("S_batch_four_new", f"{SCAN} --batch four", None, "--batch", "induction scan --help"),
+    C("S_nosuchoption_new", f"{SCAN} --bogus", None, "No such option"),
+    C("S_seedcount_new", f"{SCAN} --seeds 99999999999999999999999", None, "too many"),
+    # O: scan output locations (all checked before the model is loaded)
+    C("O01", f"{SCAN} --out {{d}}/outdir", lambda e: (e.d / "outdir").mkdir(), "is a folder"),
+    C("O02", f"{SCAN} --out {{d}}/dir.csv", lambda e: (e.d / "dir.csv").mkdir(), "is a folder"),
+    C("O03", f"{SCAN} --out /sys/fuzz.csv", None, "cannot write in /sys"),
+    C("O04", f"{SCAN} --out {{good}}/model.safetensors"),
+    C("O05", f"{SCAN} --out {{good}}/config.json", None, "is an input"),
+    C("O07", f"{SCAN} --out {{d}}/x.xlsx", None, ".xlsx"),
+    C("O08", f"{SCAN} --out {{d}}/noext"),
+    C("O09", f"{SCAN} --out {{d}}/file.txt/x.csv", lambda e: e.file("file.txt", "x"), "is a file"),
+    C(
+        "O10",
+        f"{SCAN} --out {{d}}/link.csv",
+        lambda e: os.symlink(e.model("good") / "config.json", e.d / "link.csv"),
+        "is an input",
+    ),
+    C("O11", f"{SCAN} --plot {{d}}/x.pdf", None, "--plot"),
+    C("O12", f"{SCAN} --out /proc/fuzz.csv", None, "cannot write in /proc"),
+    C("O13", f"{SCAN} --plot {{good}}/x.html", None, "is an input"),
+    C("O_bar_sys_new", f"{SCAN} --bar /sys/b.html", None, "--bar"),
+    C("P05", f"{SCAN} --out {{d}}/{_LONG}.csv", None, "at most 255"),
+    # G: duplication logs (`lineage --log`)
+    *[
+        C(f"G_{name}", f"{LIN} --log {{d}}/log.json", _log(change), *frag)
+        for name, change, *frag in [
+            ("malformed", lambda log: "{ not json", "not valid JSON"),
+            ("empty", lambda log: ""),
+            ("null", lambda log: "null"),
+            ("v2", _top("version", 2)),
+            ("vstr", _top("version", "1")),
+            ("fmt", _top("format", "other")),
+            ("oob_parent", _lm0([[99, 1.0]])),
+            ("neg_parent", _lm0([[-1, 1.0]])),
+            ("cyclic", lambda log: log["events"].append(dict(log["events"][0]))),
+            ("badop", _event("operator", "bogus")),
+            ("negweight", _lm0([[0, -1.0]])),
+            ("nanweight", lambda log: json.dumps(log).replace("[0, 1.0]", "[0, NaN]", 1)),
+            ("strparent", _lm0([["0", 1.0]])),
+            ("floatparent", _lm0([[0.5, 1.0]])),
+            ("finaldepth", _event("depth_after", 9)),
+            ("lmlen", lambda log: log["events"][0]["layer_map"].pop() and None),
+            ("revspan", _event("source", [4, 0])),
+            ("eventsstr", _top("events", "abc")),
+            ("nolm", lambda log: log["events"][0].pop("layer_map") and None),
+            ("depth0", _top("initial_depth", 0)),
+            ("noparents", _lm0([])),
+            ("nonutf8", lambda log: _NON_UTF8, "UTF-8"),
+            ("huge", lambda log: _DEEP, "nested too deeply"),
+            ("hugedepth", _top("initial_depth", 10**12)),
+        ]
+    ],  # fmt: skip
+    C("G_missing", f"{LIN} --log {{d}}/nonexistent", None, "not found"),
+    C("G_dir", f"{LIN} --log {{d}}/logdir", lambda e: (e.d / "logdir").mkdir(), "not found"),
+    # M: side files of a model folder
+    C("M01", "info {grown}", _replace("grown", "duplication_log.json", _NON_UTF8), "UTF-8"),
+    C("M02", "info {grown}", _replace("grown", "card.json", _NON_UTF8), "UTF-8"),
+    C("M03", "info {grown}", _replace("grown", "card.json", "{ nope")),
+    C(
+        "M04",
+        "info {looped}",
+        lambda e: _edit_json(e.model("looped") / "loop_plan.json", lambda p: p.update(block=3)),
+    ),
+    C("M05", "info {looped}", _replace("looped", "loop_plan.json", _NON_UTF8), "UTF-8"),
+    C("M06", "info {good}", _replace("good", "tokenizer.json", "{ bad")),
+    C(
+        "M07",
+        "info {good}",
+        _with(
+            _replace("good", "tokenizer.json", None),
+            _replace("good", "tokenizer_config.json", None),
+        ),
+        "tokenizer",
+    ),
+    C(
+        "M_deep_card_new",
+        "info {grown}",
+        _replace("grown", "card.json", _DEEP),
+        "nested too deeply",
+    ),
+    # N: lineage options and outputs
+    C("N01", f"{LIN} --export {{d}}/x.svg", None, ".svg"),
+    C("N02", f"{LIN} --export {{d}}/noext"),
+    C("N03", f"{LIN} --export {{d}}/good.json --export {{d}}/bad.svg", None, ".svg"),
+    C("N04", "lineage {grown} --scores {d}/s.csv", lambda e: e.file("s.csv", "")),
+    C("N05", "lineage {grown} --scores {d}/s.csv", lambda e: e.file("s.csv", "a,b\n1,2\n")),
+    C(
+        "N06",
+        "lineage {grown} --scores {d}/s.csv",
+        lambda e: e.file("s.csv", "layer,head,induction\nx,y,z\n"),
+    ),
+    C("N07", "lineage {grown} --scores {d}/s.csv", lambda e: e.file("s.csv", os.urandom(512))),
+    C(
+        "N08",
+        "lineage {grown} --scores {d}/s.csv",
+        lambda e: e.file("s.csv", "layer,head,induction\n99,0,0.5\n"),
+    ),
+    C("N10", "lineage {grown} --scores {d}/nonexistent.csv", None, "not found"),
+    C("N11", f"{LIN} --out {{scores}}", None, "is an input"),
+    C(
+        "N12",
+        "lineage {grown} --scores {d}/s.json --export {d}/s.json",
+        lambda e: e.file(
+            "s.json",
+            json.dumps(
+                [{"layer": la, "head": h, "induction": 0.1} for la in range(8) for h in range(4)]
+            ),
+        ),
+        "is an input",
+    ),
+    C(
+        "N13",
+        f"{LIN} --initial-scores {{d}}/i.json --export {{d}}/i.json",
+        lambda e: e.file(
+            "i.json",
+            json.dumps(
+                [{"layer": la, "head": h, "induction": 0.1} for la in range(4) for h in range(4)]
+            ),
+        ),
+        "is an input",
+    ),
+    C(
+        "N14",
+        f"{LIN} --log {{grown}}/duplication_log.json --export {{grown}}/duplication_log.json",
+        None,
+        "is an input",
+    ),
+    C("N15", f"{LIN} --top 0"),
+    C("N16", f"{LIN} --cover 0"),
+    C("N17", f"{LIN} --cover 1.5"),
+    C("N18", f"{LIN} --threshold nan", None, "--threshold"),
+    C("N19", f"{LIN} --stage 5"),
+    C("N20", f"{LIN} --stage -1"),
+    C("N21", f"{LIN} --threshold inf", None, "--threshold"),
+    C("N22", f"{LIN} --out {{grown}}/card.json", None, "is an input"),
+    C("N23", f"{LIN} --export {{grown}}/duplication_log.json", None, "is an input"),
+    C("N_out_sys_new", f"{LIN} --out /sys/l.csv", None, "cannot write in /sys"),
+    C("N_seeds_new", "lineage {grown} --seeds 99999999999999999999999,1", None, "too large"),
+    C(
+        "P06",
+        "lineage {dense} --scores {d}/s.csv",
+        lambda e: e.file("s.csv", "layer,head,induction\n0,0,0.5\n"),
+    ),
+    # K: mergekit configs (`grow --mergekit`)
+    *[
+        C(f"K_{name}", f"{GROW} --mergekit {{d}}/mk.yml", _mergekit(text))
+        for name, text in [
+            ("badyaml", "slices: [\n  - : :"),
+            ("oob", _mk(["[0, 99]"])),
+            ("neg", _mk(["[-2, 4]"])),
+            ("rev", _mk(["[6, 2]"])),
+            ("emptyr", _mk(["[3, 3]"])),
+            ("slerp", _mk(["[0, 8]"], method="slerp")),
+            ("linear", _mk(["[0, 8]"], method="linear")),
+            (
+                "nomethod",
+                "slices:\n  - sources:\n      - model: grown\n        layer_range: [0, 8]\n",
+            ),
+            ("dtype", _mk(["[0, 8]"], "dtype: float8\n")),
+            ("strrange", _mk(['["a", "b"]'])),
+            ("floatrange", _mk(["[0.5, 4]"])),
+            (
+                "multisrc",
+                "slices:\n  - sources:\n      - model: grown\n        layer_range: [0, 4]\n"
+                "      - model: grown\n        layer_range: [4, 8]\nmerge_method: passthrough\n",
+            ),
+            (
+                "params",
+                _mk(["[0, 8]"]).replace(
+                    "layer_range: [0, 8]\n",
+                    "layer_range: [0, 8]\n        parameters: {scale: 0.5}\n",
+                ),
+            ),
+            ("noslices", "merge_method: passthrough\n"),
+            ("emptyslices", "slices: []\nmerge_method: passthrough\n"),
+            ("empty", ""),
+            ("nonutf8", b"slices: \xff\xfe\n"),
+            ("pyobj", "slices: !!python/object/apply:os.system ['true']\n"),
+            (
+                "twomodels",
+                _mk(["[0, 4]"]).replace(
+                    "slices:\n",
+                    "slices:\n  - sources:\n      - model: other\n        layer_range: [4, 8]\n",
+                ),
+            ),
+            (
+                "laughs",
+                "merge_method: passthrough\na: &a [x, x, x, x, x, x, x, x, x]\n"
+                "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c]\n"
+                "slices: [*d, *d, *d, *d, *d, *d, *d, *d]\n",
+            ),
+        ]
+    ],  # fmt: skip
+    C("K_missing_new", f"{GROW} --mergekit {{d}}/nonexistent.yml"),
+    # W: grow
+    C("W01", "grow {grown} --out {grown}", None, "input"),
+    C("W02", "grow {grown} --out {grown} --force", None, "input"),
+    C("W03", "grow {grown} --out {grown}/ --force", None, "input"),
+    C("W04", "grow {grown} --out {grown}/sub", None, "input"),
+    C("W05", f"{GROW}", lambda e: e.file("out/x.txt", "keep"), "--force"),
+    C("W06", f"{GROW}", lambda e: e.file("out", "a file")),
+    C("W07", f"{GROW} --preset bogus"),
+    C("W08", f"{GROW} --block 0", None, "--block must be >= 1"),
+    C("W09", f"{GROW} --block 100"),
+    C("W10", f"{GROW} --block -2", None, "--block must be >= 1"),
+    C("W11", f"{GROW} --step -5"),
+    C("W12", f"{GROW} --step 10"),
+    C("W13", "grow {looped} --out {d}/out", None, "looped"),
+    C("W14", "grow {d}/empty --out {d}/out", lambda e: (e.d / "empty").mkdir(), "config.json"),
+    C("W15", "grow {good} --out {d}/out", _truncate("good"), "truncated"),
+    C("W16", "grow {good} --out {d}/out", _replace("good", "config.json", b"{\xff}"), "UTF-8"),
+    C("W17", "grow {grown} --out /sys/g", None, "cannot write in /sys"),
+    C("W18", "grow {d}/nonexistent --out {d}/out"),
+    C("W19", f"{GROW} --preset midas --block 3"),
+    C("W20", f"{GROW} --preset lidas --mergekit {{d}}/mk.yml", _mergekit(_mk(["[0, 8]"]))),
+    C(
+        "W21",
+        "grow {good} --out {d}/out",
+        _index({"lm_head.weight": "missing.safetensors"}),
+        "missing.safetensors",
+    ),
+    C("W22", "grow {good} --out {d}/out", _index(["model.safetensors"]), "weight_map"),
+    C("W23", "grow {good} --out {d}/out", _index("STRING"), "weight_map"),
+    C("W24", "grow {good} --out {d}/out", _replace("good", "model.safetensors", b""), "truncated"),
+    C(
+        "W25",
+        "info {good}",
+        _index({"lm_head.weight": "missing.safetensors"}),
+        "missing.safetensors",
+    ),
+    C("W_long_out_new", f"grow {{grown}} --out {{d}}/{_LONG}", None, "at most 255"),
+    # A: ablate options (J: its task files)
+    *[
+        C(f"A{n:02d}", f"{ABL} {opt}", None, *frag)
+        for n, opt, *frag in [
+            (1, "--frac 0"),
+            (2, "--frac 1.5"),
+            (3, "--frac -0.1"),
+            (4, "--frac nan"),
+            (5, "--frac inf"),
+            (6, "--frac 1", "no heads remain"),
+            (7, "--controls -1"),
+            (8, "--suite bogus"),
+            (9, "--suite words --task nosuchtask"),
+            (10, "--n-items 0"),
+            (11, "--heads 9.9", "L9H9"),
+            (12, "--heads x"),
+            (13, "--heads ''", "--heads is empty"),
+            (14, "--heads 0.1,0.1", "named twice"),
+            (15, "--heads -1.0"),
+            (16, "--mode bogus"),
+            (17, "--mean-over bogus --mode mean"),
+            (18, "--shots -1"),
+            (19, "--prompt-seeds 0"),
+            (22, "--tied"),
+            (23, "--score bogus"),
+            (24, "--batch-size 0"),
+            (25, "--suite paper19 --data-dir /nonexistent"),
+        ]
+    ],  # fmt: skip
+    C("A14_mixed_new", f"{ABL} --heads L0H1,0.1", None, "named twice"),
+    C(
+        "A26",
+        f"{ABL} --suite {{d}}/tasks.jsonl --out {{d}}/tasks.jsonl",
+        _suite('{"input": "a b", "output": "c"}\n' * 3),
+        "is an input",
+    ),
+    C("A27", f"{ABL} --out {{d}}/r.xlsx", None, ".xlsx"),
+    C("A28", f"{ABL} --out /sys/r.csv", None, "cannot write in /sys"),
+    C("A29", f"{ABL} --out {{d}}/outdir", lambda e: (e.d / "outdir").mkdir(), "is a folder"),
+    C("A30", f"{ABL} --plot {{d}}/r.png", None, "--plot"),
+    C("A31", f"{ABL} --out {{good}}/config.json", None, "is an input"),
+    C("A31c", "ablate {grown} --no-cache --out {grown}/initial/card.json", None, "is an input"),
+    C("A32", f"{ABL} --suite paper19 --data-dir {{d}}/f", lambda e: e.file("f", "x")),
+    C("P04", f"{ABL} --threads 0", None, "--threads"),
+    *[
+        C(f"J_{name}", f"{ABL} --suite {{d}}/tasks.jsonl", _suite(text), *frag)
+        for name, text, *frag in [
+            ("empty", ""),
+            ("malformed", "{ not json\n"),
+            ("numbers", "1\n2\n3\n"),
+            ("nonutf8", b'{"input": "\xff", "output": "a"}\n', "UTF-8"),
+            ("notobj", "[1, 2]\n"),
+            ("blank", "\n\n\n"),
+            ("emptyout", '{"input": "a", "output": ""}\n' * 3),
+            ("one", '{"input": "a b", "output": "c"}\n'),
+            ("words3", '{"input": "a", "output": "b"}\n{"input": "c", "output": "d"}\n'),
+            ("deep_new", _DEEP + "\n", "nested too deeply"),
+        ]
+    ],  # fmt: skip
+    C("J_missing", f"{ABL} --suite {{d}}/missing.jsonl", None, "not found"),
+    # Z: zoo train (all refused before training)
+    C("Z01", "zoo train bogus"),
+    C("Z02", "zoo train dense --steps 0", None, "--steps"),
+    C("Z03", "zoo train grown --grow-at 1.5"),
+    C("Z04", "zoo train grown --grow-at x"),
+    C("Z05", "zoo train dense --grow-at 0.5"),
+    C("Z06", "zoo train dense --threads 0 --out {d}/z", None, "--threads"),
+    C("Z07", "zoo train dense --out {dense}", None, "not empty"),
+    C("Z08", "zoo train dense --steps -3 --out {d}/z", None, "--steps"),
+    C("Z_out_sys_new", "zoo train dense --out /sys/z", None, "cannot write in /sys"),
+    # X: looped folders with pickle weights beside dummy safetensors (never unpickled)
+    *[
+        C(
+            f"X{n:02d}",
+            "info {looped}",
+            _with(
+                _replace("looped", "model.safetensors", None),
+                _replace("looped", "dummy.safetensors", _header({}) if n != 3 else _header({})),
+                _replace("looped", "pytorch_model.bin", _PICKLE),
+                *([] if n != 3 else [_replace("looped", "loop_plan.json", None)]),
+            ),
+        )
+        for n in (1, 2, 3)
+    ],  # fmt: skip
+    # P: pathological model specs
+    C("P01", f"info {_LONG}", None, "too long"),
+    C("P02", ["info", ""], None, "empty model spec"),
+    C("P03", "info {good} --device-map bogus"),
+    C("P07", "info ../../../../etc"),
+    C("P08", "info {d}/dir.gguf/", lambda e: (e.d / "dir.gguf").mkdir()),
+    C("P09_new", "scan {d}/loop --seeds 1", _symlink_loop("loop"), "symlink loop"),
+]
+
+EXPECTED_GOOD = {"K_good", "I01"}  # good inputs the issue ran for reference, not cases
+
+
+# --------------------------------------------------------------------------- the test
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Relative path -> sha256 (or 'dir'/'link') of everything under ``root``."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = "link:" + os.readlink(p)
+            elif p.is_dir():
+                out[rel] = "dir"
+            else:
+                out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative default outputs (zoo train) land in the case folder
+    monkeypatch.setenv("INDUCTION_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_ids_are_unique():
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_bad_input(case: Case, tmp_path, tiny_llama_dir, one_line_error):
+    if case.needs == "no-cuda":
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("needs a machine without CUDA")
+    env = Env(tmp_path, tiny_llama_dir)
+    if case.make is not None:
+        case.make(env)
+    args = [a.format_map(env) for a in case.args]
+    before = _snapshot(tmp_path)
+    result = runner.invoke(app, args)
+    one_line_error(result, *case.fragments)
+    after = _snapshot(tmp_path)
+    assert after == before, (
+        f"files changed: new {sorted(set(after) - set(before))}, "
+        f"gone or changed {sorted(k for k in before if after.get(k) != before[k])}"
+    )
+
+
+# --------------------------------------------------------------------------- caches (C)
+# A damaged cache is not the user's input: it is recomputed, not reported.
+
+
+@pytest.mark.parametrize(
+    "cid, line",
+    [
+        ("C01", b'{"key": "k\xff", "result": {"scores": {"acc": 1.0}, "items": [1.0]}}'),
+        ("C02", b'{"key": "k", "result": {"scores": {"acc": "high"}, "items": "x"}}'),
+        ("C02b", b'{"key": "k", "result": [1, 2]}'),
+        ("C02c", b'{"key": 5, "result": {"scores": {}, "items": []}}'),
+        ("C_deep", ("[" * 100_000 + "]" * 100_000).encode()),
+    ],
+)
+def test_damaged_resume_cache_lines_are_misses(cid, line, tmp_path):
+    from ablation.engine import ResultCache
+
+    good = b'{"key": "ok", "result": {"scores": {"acc": 0.5}, "items": [0.5]}}'
+    path = tmp_path / "cache.jsonl"
+    path.write_bytes(line + b"\n" + good + b"\n")
+    cache = ResultCache(path)
+    assert cache.get("k") is None
+    assert cache.get("ok") == {"scores": {"acc": 0.5}, "items": [0.5]}
+
+
+@pytest.mark.parametrize(
+    "cid, data",
+    [
+        ("C03", b"layer,head\n0,0\n"),  # the score column is missing
+        ("C03b", b"layer,head,induction\nx,y,z\n"),
+        ("C04", bytes(range(256)) * 4),
+        ("C04b", b""),
+    ],
+)
+def test_damaged_cached_score_table_is_recomputed(cid, data, tmp_path):
+    from ablation.run import _read_cached_scores
+
+    path = tmp_path / "fp.scores-induction.csv"
+    path.write_bytes(data)
+    assert _read_cached_scores(path, "induction") is None
+    assert not path.exists()  # removed, so the recomputed table replaces it
+    path.write_text("layer,head,induction\n0,0,0.5\n")
+    assert _read_cached_scores(path, "induction") is not None
+
+
+def test_scan_results_on_stdout_diagnostics_on_stderr(tiny_llama_dir, tmp_path):
+    out = tmp_path / "s.csv"
+    args = ["scan", str(tiny_llama_dir), "--no-loss", "--seeds", "1", "--batch", "2"]
+    result = runner.invoke(app, [*args, "--seq-len", "8", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Top" in result.stdout and "wrote" not in result.stdout
+    assert f"wrote {out}" in result.stderr
