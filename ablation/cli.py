@@ -124,12 +124,12 @@ def ablate(
     from ablation.config import AblationConfig
     from induction.io import TABLE_SUFFIXES, check_output_path, model_inputs, prepare_outputs
 
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+    check_output_path(plot, (".html", ".htm"), "--plot")
     prepare_outputs(
         {"--out": out, "--plot": plot},
         [*model_inputs(model), suite if suite and Path(suite).is_file() else None, data_dir],
     )
-    check_output_path(out, TABLE_SUFFIXES, "--out")
-    check_output_path(plot, (".html", ".htm"), "--plot")
 
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")

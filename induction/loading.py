@@ -552,11 +552,11 @@ def gguf_checkpoint(path: str | Path, dtype: torch.dtype = torch.float32) -> Pat
         raise ModelLoadError(
             f"reading {path.name} needs the gguf package: pip install gguf"
         ) from None
+    _check_gguf(path)  # before hashing it: a bad file leaves nothing in the cache
     cache_dtype = dtype if dtype in (torch.bfloat16, torch.float16) else torch.float32
     folder = gguf_cache_root() / gguf_cache_key(path, cache_dtype)
     if (folder / "complete.json").is_file():
         return folder
-    _check_gguf(path)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:

@@ -726,13 +726,14 @@ def test_bad_input(case: Case, tmp_path, tiny_llama_dir, one_line_error):
 )
 def test_damaged_resume_cache_lines_are_misses(cid, line, tmp_path):
     from ablation.engine import ResultCache
+    from ablation.results import EvalResult
 
-    good = b'{"key": "ok", "result": {"scores": {"acc": 0.5}, "items": [0.5]}}'
+    good = b'{"key": "ok", "result": {"scores": {"acc": 0.5}, "items": {"acc": [0.5]}}}'
     path = tmp_path / "cache.jsonl"
     path.write_bytes(line + b"\n" + good + b"\n")
     cache = ResultCache(path)
     assert cache.get("k") is None
-    assert cache.get("ok") == {"scores": {"acc": 0.5}, "items": [0.5]}
+    assert cache.get("ok") == EvalResult({"acc": 0.5}, {"acc": [0.5]})
 
 
 @pytest.mark.parametrize(

@@ -236,7 +236,7 @@ def primitive_items(name: str, seed: int) -> list[dict]:
     return items
 
 
-@pytest.mark.parametrize("name", paper19.PRIMITIVES)
+@pytest.mark.parametrize("name", [s.name for s in paper19.SPECS if s.group == "primitives"])
 def test_paper19_primitives_have_no_shortcut(name):
     items = primitive_items(name, 0)
     assert len(items) == N
