@@ -15,7 +15,11 @@ zoo_app = typer.Typer(
 
 @zoo_app.command("train")
 def train_command(
-    family: str = typer.Argument(..., help="dense, grown, looped or grown12 (4 -> 8 -> 12)"),
+    family: str = typer.Argument(
+        None,
+        help="dense, grown, looped or grown12 (4 -> 8 -> 12); fixed protocol (docs/zoo.md): "
+        "dense8, lidas8, looped8 (FLOP-matched), looped8p (parameter-matched)",
+    ),
     seed: int = typer.Option(0, "--seed", help="Training seed (init, data, everything random)."),
     out: Path = typer.Option(
         None, "--out", help="Checkpoint folder to write (default: ./runs/<family>-s<seed>)."
@@ -31,19 +35,30 @@ def train_command(
     grow_at: str = typer.Option(
         None,
         "--grow-at",
-        help="grown only: comma-separated fractions of the steps, one LIDAS growth event each "
-        "(default 0.4: 4 -> 8 layers; '0.25,0.5': 4 -> 8 -> 12). Each waits for a formed head.",
+        help="grown or lidas8 only: comma-separated fractions of the steps, one LIDAS growth "
+        "event each (grown: default 0.4, 4 -> 8 layers, each waits for a formed head; lidas8: "
+        "default Prop-alpha, fixed).",
+    ),
+    resume: Path = typer.Option(
+        None,
+        "--resume",
+        help="fixed-protocol presets: continue the run in this folder from its latest complete "
+        "checkpoint (same config; bit-identical to an uninterrupted run on CPU).",
     ),
 ) -> None:
     """Train one zoo model from scratch with a progress bar and write it as a checkpoint folder."""
-    from rich.console import Console
-
     from zoo.train import train, zoo_config, zoo_model_name
 
+    if resume is not None:
+        return _resume(family, resume)
+    if family is None:
+        raise InputError("name a zoo family (or --resume a run folder)")
     cfg = zoo_config(family, seed, threads=threads)
+    if getattr(cfg, "protocol", None) == "fixed":
+        return _train_fixed(cfg, out, steps, grow_at)
     if grow_at is not None:
         if cfg.family != "grown":
-            raise InputError("--grow-at applies to the grown family only")
+            raise InputError("--grow-at applies to the grown family only (and lidas presets)")
         cfg.grow_at = _fractions(grow_at)
         cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
     out = out or Path("runs") / zoo_model_name(cfg)
@@ -56,13 +71,63 @@ def train_command(
     tmp = out.with_name(out.name + ".partial")
     _, card = train(cfg, out=tmp)
     tmp.rename(out)
+    _report(card, out)
+
+
+def _report(card: dict, out: Path) -> None:
+    from rich.console import Console
+
+    if "formed_at_step" in card:
+        when = f"heads formed at step {card['formed_at_step']}"
+    else:
+        when = f"grown at steps {card['growth_steps']}" if card["growth_steps"] else "no growth"
     score = card[f"max_induction_d{card['repeat_len']}"]
     Console().print(
         f"[bold]{card['name']}[/]: {card['steps']} steps in {card['train_seconds']} s, "
-        f"heads formed at step {card['formed_at_step']}, max induction (d={card['repeat_len']}) "
+        f"{when}, max induction (d={card['repeat_len']}) "
         f"{score}, FLOPs {card['train_flops']:.3g} "
         f"({card['flops_vs_dense']}x dense) -> {out}"
     )
+
+
+def _train_fixed(cfg, out: Path | None, steps: int | None, grow_at: str | None) -> None:
+    """A fixed-protocol run trains in ``out`` itself: checkpoints under ``out/checkpoints``,
+    the model files (``card.json`` last) when it finishes."""
+    from zoo.protocol import model_name, train_fixed
+
+    if grow_at is not None:
+        if cfg.family != "lidas":
+            raise InputError("--grow-at applies to the grown family only (and lidas presets)")
+        cfg.grow_at = list(_fractions(grow_at))
+        cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
+    if steps is not None:
+        if steps <= 0:
+            raise InputError("--steps must be positive")
+        cfg.steps = steps
+    out = out or Path("runs") / model_name(cfg)
+    if out.exists() and any(out.iterdir()):
+        raise InputError(
+            f"{out} already exists and is not empty; pass another --out, or --resume {out}"
+        )
+    _, card = train_fixed(cfg, out=out)
+    _report(card, out)
+
+
+def _resume(family: str | None, out: Path) -> None:
+    import json
+
+    from zoo.protocol import TRAIN_CONFIG, train_fixed
+
+    config = out / TRAIN_CONFIG
+    if not config.is_file():
+        raise InputError(f"{out} is not a fixed-protocol run folder (no {TRAIN_CONFIG})")
+    preset = json.loads(config.read_text()).get("preset")
+    if family is not None and family != preset:
+        raise InputError(f"{out} is a {preset} run, not {family}")
+    if (out / "card.json").is_file():
+        raise InputError(f"{out} has finished training; nothing to resume")
+    _, card = train_fixed(None, out=out, resume=True)
+    _report(card, out)
 
 
 def _fractions(text: str) -> tuple[float, ...]:

@@ -254,3 +254,23 @@ def test_fixed_config_is_checked():
         train_fixed(fixed("lidas8", depth=10), progress=False)
     with pytest.raises(InputError, match="not 8"):
         train_fixed(fixed("looped8", loops=3), progress=False)
+
+
+def test_cli_trains_and_resumes_a_fixed_preset(tmp_path):
+    from zoo.protocol import preset_config, train_fixed
+
+    runner = CliRunner()
+    out = tmp_path / "lidas8-s0"
+    # interrupted after 2 of 3 steps (checkpoints at 0 and at the growth step 1)
+    train_fixed(preset_config("lidas8", steps=3, batch=2), out=out, progress=False, stop_at=2)
+    result = runner.invoke(app, ["zoo", "train", "lidas8", "--out", str(out)])
+    assert result.exit_code == 2 and "--resume" in result.output
+    result = runner.invoke(app, ["zoo", "train", "dense8", "--resume", str(out)])
+    assert result.exit_code == 2 and "is a lidas8 run" in result.output
+    result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "grown at steps [1]" in result.output
+    card = json.loads((out / "card.json").read_text())
+    assert card["steps"] == 3 and card["effective_depth"] == 8
+    result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
+    assert result.exit_code == 2 and "finished" in result.output
