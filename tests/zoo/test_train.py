@@ -274,3 +274,20 @@ def test_cli_trains_and_resumes_a_fixed_preset(tmp_path):
     assert card["steps"] == 3 and card["effective_depth"] == 8
     result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
     assert result.exit_code == 2 and "finished" in result.output
+
+
+def test_build_zoo_resumes_an_unfinished_fixed_model(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from zoo.protocol import train_fixed
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "build_zoo.py"
+    spec = importlib.util.spec_from_file_location("build_zoo", path)
+    build_zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_zoo)
+    dest = tmp_path / "models"
+    train_fixed(fixed("dense8", steps=12), out=dest / "dense8-s0", progress=False, stop_at=11)
+    assert build_zoo.build("dense8", 0, dest=dest) == "dense8-s0: resumed from step 10"
+    assert json.loads((dest / "dense8-s0" / "card.json").read_text())["steps"] == 12
+    assert build_zoo.build("dense8", 0, dest=dest) == "dense8-s0: present"
