@@ -113,8 +113,9 @@ class FixedTrainConfig:
     eval_every: int = 50
     eval_distance: int = 16
     repeat_len: int = 32
-    # checkpoints: 0, then first_checkpoint * 2^k, plus growth events, plus the last step
-    first_checkpoint: int = 25
+    # checkpoints: 0, then first_checkpoint * 2^k, plus growth events, plus the last step.
+    # 50 keeps a 3000-step dense8 series (7 float16 checkpoints + the float32 model) < 10 MB
+    first_checkpoint: int = 50
     checkpoint_dtype: str = "float16"  # intermediate checkpoints; the final model is float32
     keep_train_state: str = "last"  # "last": only the latest checkpoint can be resumed; "all"
     threads: int = 1
@@ -487,7 +488,15 @@ def _save_model(model, folder: Path, card: dict, log, plan, dtype: torch.dtype) 
     to_save = untie_to_stored(model, plan) if plan is not None else copy.deepcopy(model)
     to_save = to_save.to(dtype)
     to_save.config.use_cache = True
-    to_save.save_pretrained(str(folder), safe_serialization=True)
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # one "Writing model shards" bar per checkpoint
+    try:
+        to_save.save_pretrained(str(folder), safe_serialization=True)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     V.save_tokenizer(folder)
     if log is not None:
         log.save(folder / "duplication_log.json")
