@@ -1,64 +1,97 @@
-"""Train every shipped zoo model (4 families x 3 seeds) into induction/zoo/models/.
+"""Train the zoo's models into induction/zoo/models/: every seed of every family listed.
 
-    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2] [--families dense grown ...]
+    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2] [--families dense8 lidas8 ...]
+
+Default families: the fixed-protocol presets (docs/zoo.md): ``dense8``, ``lidas8``,
+``looped8``, ``looped8p``. The first zoo's families (``dense grown looped grown12``, the
+shipped models' cards name them) can still be rebuilt with ``--families``.
 
 Each model trains in its own single-threaded process (two 1-thread jobs give about 1.8x the
-throughput of one 2-thread job on this machine's tiny models). Models already present are
-skipped, so an interrupted build resumes; finished folders appear atomically (renamed from
-``.partial``). Prints a summary table from the cards.
+throughput of one 2-thread job on this machine's tiny models). Finished models (``card.json``
+present) are skipped. A fixed-protocol model trains in its own folder with checkpoints, so an
+interrupted build resumes each unfinished model from its latest checkpoint, bit-identically,
+and a build can span sessions; a first-zoo model restarts (its folder appears atomically,
+renamed from ``.partial``). Nothing is committed. Prints a summary table from the cards.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-MODELS = Path(__file__).resolve().parents[1] / "induction" / "zoo" / "models"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from zoo.protocol import PRESETS, TRAIN_CONFIG, latest_checkpoint  # noqa: E402
+
+MODELS = ROOT / "induction" / "zoo" / "models"
+FIXED_FAMILIES = list(PRESETS)
 
 
 def build(family: str, seed: int, dest: Path = MODELS) -> str:
     out = dest / f"{family}-s{seed}"
     if (out / "card.json").exists():
         return f"{out.name}: present"
+    if family in PRESETS:
+        step = latest_checkpoint(out) if (out / TRAIN_CONFIG).is_file() else None
+        if step is not None:
+            code = (
+                "from pathlib import Path; from zoo.protocol import train_fixed; "
+                f"train_fixed(None, out=Path({str(out)!r}), progress=False, resume=True)"
+            )
+            done = f"{out.name}: resumed from step {step}"
+        else:
+            shutil.rmtree(out, ignore_errors=True)  # nothing resumable: start afresh
+            code = (
+                "from pathlib import Path; from zoo.train import train, zoo_config; "
+                f"train(zoo_config({family!r}, {seed}), out=Path({str(out)!r}), progress=False)"
+            )
+            done = f"{out.name}: trained"
+        _run(code, dest.parent / f"build-{family}-s{seed}.log")
+        return done
     tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
     code = (
         "from pathlib import Path; from zoo.train import train, zoo_config; "
-        f"train(zoo_config({family!r}, {seed}), "
-        f"out=Path({str(tmp)!r}), progress=False)"
+        f"train(zoo_config({family!r}, {seed}), out=Path({str(tmp)!r}), progress=False)"
     )
-    log = dest.parent / f"build-{family}-s{seed}.log"
-    with open(log, "w") as fh:
-        subprocess.run(
-            [sys.executable, "-c", code], check=True, stdout=fh, stderr=subprocess.STDOUT
-        )
+    _run(code, dest.parent / f"build-{family}-s{seed}.log")
     tmp.rename(out)
-    log.unlink()
     return f"{out.name}: trained"
+
+
+def _run(code: str, log: Path) -> None:
+    with open(log, "a") as fh:
+        subprocess.run(
+            [sys.executable, "-c", code], check=True, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT
+        )
+    log.unlink()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--families", nargs="+", default=["dense", "grown", "looped", "grown12"])
+    ap.add_argument("--families", nargs="+", default=FIXED_FAMILIES)
     ap.add_argument("--dest", type=Path, default=MODELS, help="where the model folders go")
     args = ap.parse_args()
     args.dest.mkdir(parents=True, exist_ok=True)
-    todo = [(f, s) for s in args.seeds for f in args.families]
+    todo = [(f, s) for f in args.families for s in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         for line in pool.map(lambda fs: build(*fs, dest=args.dest), todo):
             print(line, flush=True)
-    head = ("model", "steps", "formed", "sec", "FLOPs", "vs dense", "d20", "d32", "d50")
-    print("{:<12} {:>6} {:>7} {:>7} {:>9} {:>8} {:>6} {:>6} {:>6}".format(*head))
+    head = ("model", "steps", "formed/grown", "sec", "FLOPs", "vs dense", "d20", "d32", "d50")
+    print("{:<12} {:>6} {:>12} {:>7} {:>9} {:>8} {:>6} {:>6} {:>6}".format(*head))
     for card_path in sorted(args.dest.glob("*/card.json")):
         c = json.loads(card_path.read_text())
+        when = c.get("formed_at_step", c.get("growth_steps"))
         print(
-            f"{c['name']:<12} {c['steps']:>6} {str(c['formed_at_step']):>7} "
-            f"{c['train_seconds']:>7} "
+            f"{c['name']:<12} {c['steps']:>6} {str(when):>12} {c['train_seconds']:>7} "
             f"{c['train_flops']:>9.3g} {c['flops_vs_dense']:>8} {c['max_induction_d20']:>6} "
             f"{c['max_induction_d32']:>6} {c['max_induction_d50']:>6}"
         )

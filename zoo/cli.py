@@ -18,7 +18,11 @@ zoo_app = typer.Typer(
 
 @zoo_app.command("train")
 def train_command(
-    family: str = typer.Argument(..., help="dense, grown, looped or grown12 (4 -> 8 -> 12)"),
+    family: str = typer.Argument(
+        None,
+        help="dense, grown, looped or grown12 (4 -> 8 -> 12); fixed protocol (docs/zoo.md): "
+        "dense8, lidas8, looped8 (FLOP-matched), looped8p (parameter-matched)",
+    ),
     seed: int = typer.Option(0, "--seed", help="Training seed (init, data, everything random)."),
     out: Path = typer.Option(
         None, "--out", help="Checkpoint folder to write (default: ./runs/<family>-s<seed>)."
@@ -34,60 +38,131 @@ def train_command(
     grow_at: str = typer.Option(
         None,
         "--grow-at",
-        help="grown only: comma-separated fractions of the steps, one LIDAS growth event each "
-        "(default 0.4: 4 -> 8 layers; '0.25,0.5': 4 -> 8 -> 12). Each waits for a formed head.",
+        help="grown or lidas8 only: comma-separated fractions of the steps, one LIDAS growth "
+        "event each (grown: default 0.4, 4 -> 8 layers, each waits for a formed head; lidas8: "
+        "default Prop-alpha, fixed).",
+    ),
+    resume: Path = typer.Option(
+        None,
+        "--resume",
+        help="fixed-protocol presets: continue the run in this folder from its latest complete "
+        "checkpoint (same config; bit-identical to an uninterrupted run on CPU).",
     ),
 ) -> None:
     """Train one zoo model from scratch with a progress bar and write it as a checkpoint folder."""
-    from rich.console import Console
-
     from induction.io import check_output_path
-    from zoo.train import train, zoo_config, zoo_model_name
+    from zoo.train import zoo_config, zoo_model_name
 
     if threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
     if steps is not None and steps <= 0:
         raise InputError(f"--steps must be positive, got {steps}")
+    if resume is not None:
+        return _resume(family, resume)
+    if family is None:
+        raise InputError("name a zoo family (or --resume a run folder)")
     cfg = zoo_config(family, seed, threads=threads)
-    if grow_at is not None:
-        if cfg.family != "grown":
-            raise InputError("--grow-at applies to the grown family only")
-        cfg.grow_at = _fractions(grow_at)
-        cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
-    out = out or Path("runs") / zoo_model_name(cfg)
+    fixed = getattr(cfg, "protocol", None) == "fixed"
+    if fixed:
+        from zoo.protocol import model_name
+
+        _fixed_options(cfg, steps, grow_at)
+        out = out or Path("runs") / model_name(cfg)
+    else:
+        if grow_at is not None:
+            if cfg.family != "grown":
+                raise InputError("--grow-at applies to the grown family only (and lidas presets)")
+            cfg.grow_at = _fractions(grow_at)
+            cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
+        if steps is not None:
+            cfg.steps, cfg.max_steps = steps, 2 * steps
+        out = out or Path("runs") / zoo_model_name(cfg)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; pass a folder path")
     check_output_path(out, flag_name="--out", folder=True)
-    if steps is not None:
-        if steps <= 0:
-            raise InputError("--steps must be positive")
-        cfg.steps, cfg.max_steps = steps, 2 * steps
-    from induction.io import check_outputs, claim_output, note_written
+    from induction.io import check_outputs, claim_output
     from induction.zoo import registry
 
     check_outputs({"--out": out}, [registry.MODELS_DIR])  # never into the shipped zoo
     with claim_output(out):  # one run per output folder; cleans a killed run's leftovers
-        if out.exists() and (not out.is_dir() or any(out.iterdir())):
-            raise InputError(f"{out} already exists and is not empty; pass another --out")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-        try:
-            _, card = train(cfg, out=tmp)
-            os.chmod(tmp, 0o755)
-            if out.exists():
-                out.rmdir()  # empty, checked above under the claim
-            os.replace(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        note_written(out, replaced=False)
+        if out.exists() and any(out.iterdir()):
+            hint = f", or --resume {out}" if fixed else ""
+            raise InputError(f"{out} already exists and is not empty; pass another --out{hint}")
+        card = _train_fixed(cfg, out) if fixed else _train_atomic(cfg, out)
+    _report(card, out)
+
+
+def _train_atomic(cfg, out: Path) -> dict:
+    """Old-protocol families: train in a hidden temporary folder, renamed into place."""
+    from induction.io import note_written
+    from zoo.train import train
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        _, card = train(cfg, out=tmp)
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            out.rmdir()  # empty, checked under the claim
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    note_written(out, replaced=False)
+    return card
+
+
+def _fixed_options(cfg, steps: int | None, grow_at: str | None) -> None:
+    if grow_at is not None:
+        if cfg.family != "lidas":
+            raise InputError("--grow-at applies to the grown family only (and lidas presets)")
+        cfg.grow_at = list(_fractions(grow_at))
+        cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
+    if steps is not None:
+        cfg.steps = steps
+
+
+def _train_fixed(cfg, out: Path) -> dict:
+    """A fixed-protocol run trains in ``out`` itself (so it can resume): checkpoints under
+    ``out/checkpoints``, the model files when it finishes, ``card.json`` last."""
+    from zoo.protocol import train_fixed
+
+    _, card = train_fixed(cfg, out=out)
+    return card
+
+
+def _report(card: dict, out: Path) -> None:
+    from rich.console import Console
+
+    if "formed_at_step" in card:
+        when = f"heads formed at step {card['formed_at_step']}"
+    else:
+        when = f"grown at steps {card['growth_steps']}" if card["growth_steps"] else "no growth"
     score = card[f"max_induction_d{card['repeat_len']}"]
     Console().print(
         f"[bold]{card['name']}[/]: {card['steps']} steps in {card['train_seconds']} s, "
-        f"heads formed at step {card['formed_at_step']}, max induction (d={card['repeat_len']}) "
+        f"{when}, max induction (d={card['repeat_len']}) "
         f"{score}, FLOPs {card['train_flops']:.3g} "
         f"({card['flops_vs_dense']}x dense) -> {out}"
     )
+
+
+def _resume(family: str | None, out: Path) -> None:
+    from induction.io import claim_output, read_json
+    from zoo.protocol import TRAIN_CONFIG, train_fixed
+
+    config = out / TRAIN_CONFIG
+    if not config.is_file():
+        raise InputError(f"{out} is not a fixed-protocol run folder (no {TRAIN_CONFIG})")
+    data = read_json(config, "training config")
+    preset = data.get("preset") if isinstance(data, dict) else None
+    if family is not None and family != preset:
+        raise InputError(f"{out} is a {preset} run, not {family}")
+    if (out / "card.json").is_file():
+        raise InputError(f"{out} has finished training; nothing to resume")
+    with claim_output(out):  # one run per folder
+        _, card = train_fixed(None, out=out, resume=True)
+    _report(card, out)
 
 
 def _fractions(text: str) -> tuple[float, ...]:

@@ -23,6 +23,12 @@ decays. Training runs for ``steps`` steps and, if no head has formed by then, co
 ``max_steps`` (reported in the card either way).
 Everything random takes the model seed; with the same seed and thread count, CPU training gives
 the same weights.
+
+These are the shipped models' families (their cards name them), kept loadable and retrainable.
+The fixed protocol of the source (growth, data phases and learning rate on a schedule set in
+advance, one data stream for every family, checkpoints, resume) is :mod:`zoo.protocol`, whose
+presets (``dense8``, ``lidas8``, ``looped8``, ``looped8p``) :func:`zoo_config` and
+:func:`train` accept too; see docs/zoo.md.
 """
 
 from __future__ import annotations
@@ -106,9 +112,15 @@ class ZooTrainConfig:
     )
 
 
-def zoo_config(family: str, seed: int = 0, **overrides) -> ZooTrainConfig:
+def zoo_config(family: str, seed: int = 0, **overrides):
     """The training config of a zoo family (``dense``, ``grown``, ``looped`` or a preset of
-    :data:`VARIANTS`) for ``seed``; ``overrides`` replace fields."""
+    :data:`VARIANTS`: a :class:`ZooTrainConfig`; a fixed-protocol preset of
+    :data:`zoo.protocol.PRESETS`: a :class:`zoo.protocol.FixedTrainConfig`) for ``seed``;
+    ``overrides`` replace fields."""
+    from zoo.protocol import PRESETS, preset_config
+
+    if family in PRESETS:
+        return preset_config(family, seed, **overrides)
     if family in VARIANTS:
         fields = {**VARIANTS[family], **overrides}
     elif family in FAMILIES:
@@ -117,13 +129,17 @@ def zoo_config(family: str, seed: int = 0, **overrides) -> ZooTrainConfig:
         from induction.errors import InputError
 
         raise InputError(
-            f"unknown zoo family {family!r}; use one of {', '.join(FAMILIES + tuple(VARIANTS))}"
+            f"unknown zoo family {family!r}; use one of "
+            + ", ".join(FAMILIES + tuple(VARIANTS) + tuple(PRESETS))
         )
     return ZooTrainConfig(seed=seed, **fields)
 
 
-def zoo_model_name(cfg: ZooTrainConfig) -> str:
-    """``grown-s0``; a depth other than the zoo's 8 is spelled out: ``grown12-s0``."""
+def zoo_model_name(cfg) -> str:
+    """``grown-s0``; a depth other than the zoo's 8 is spelled out: ``grown12-s0``; a
+    fixed-protocol model is ``<preset>-s<seed>``."""
+    if getattr(cfg, "protocol", None) == "fixed":
+        return f"{cfg.preset}-s{cfg.seed}"
     depth = "" if cfg.depth == 8 else str(cfg.depth)
     return f"{cfg.family}{depth}-s{cfg.seed}"
 
@@ -194,11 +210,15 @@ def _lr(step: int, cfg: ZooTrainConfig, formed_at: int | None) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def train(
-    cfg: ZooTrainConfig, out: Path | None = None, progress: bool = True
-) -> tuple[object, dict]:
+def train(cfg, out: Path | None = None, progress: bool = True, **kwargs) -> tuple[object, dict]:
     """Train one zoo model; returns ``(model, card)`` where the model is the tied looped model
-    for the looped family. If ``out`` is given, writes the checkpoint folder there."""
+    for the looped family. If ``out`` is given, writes the checkpoint folder there. A
+    :class:`zoo.protocol.FixedTrainConfig` goes to :func:`zoo.protocol.train_fixed` (with its
+    ``resume`` and ``stop_at`` keywords)."""
+    from zoo.protocol import FixedTrainConfig, train_fixed
+
+    if isinstance(cfg, FixedTrainConfig):
+        return train_fixed(cfg, out=out, progress=progress, **kwargs)
     if cfg.family not in FAMILIES:
         from induction.errors import InputError
 

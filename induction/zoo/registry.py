@@ -18,7 +18,7 @@ MODELS_DIR = Path(__file__).parent / "models"
 #: Shipped families; ``grown12`` is grown by two LIDAS stages (4 -> 8 -> 12 layers).
 FAMILIES = ("dense", "grown", "looped", "grown12")
 DEFAULT_MODEL = "grown"
-_NAME = re.compile(r"^(?P<family>[a-z]+\d*)-s(?P<seed>\d+)$")
+_NAME = re.compile(r"^(?P<family>[a-z]+\d*[a-z]?)-s(?P<seed>\d+)$")  # looped8p-s0
 
 
 def zoo_models() -> list[str]:
