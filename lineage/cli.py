@@ -146,9 +146,17 @@ def grow(
     ],
     preset: Annotated[
         str | None,
-        typer.Option("--preset", help="lidas (default) or midas: one growth step."),
+        typer.Option(
+            "--preset",
+            help="lidas (default) or midas: one growth step; llama-pro: a zero-output copy "
+            "after every --every layers (LLaMA-Pro block expansion).",
+        ),
     ] = None,
-    block: Annotated[int, typer.Option("--block", help="Block size of the preset.")] = 4,
+    block: Annotated[int, typer.Option("--block", help="Block size of midas/lidas.")] = 4,
+    every: Annotated[
+        int | None,
+        typer.Option("--every", help="llama-pro: insert a copy after every K-th layer."),
+    ] = None,
     mergekit: Annotated[
         Path | None,
         typer.Option("--mergekit", help="A mergekit passthrough config (slices) to apply."),
@@ -161,21 +169,33 @@ def grow(
         bool, typer.Option("--force", help="Replace an existing output folder (never the input).")
     ] = False,
 ) -> None:
-    """Grow a checkpoint by a MIDAS/LIDAS step or a mergekit passthrough config."""
+    """Grow a checkpoint by a MIDAS/LIDAS step, LLaMA-Pro expansion or a mergekit config."""
     from lineage.checkpoint import grow_checkpoint, read_checkpoint
     from lineage.mergekit import apply_mergekit
 
     if preset is not None and mergekit is not None:
         raise InputError("pass either --preset or --mergekit, not both")
+    if every is not None and preset != "llama-pro":
+        raise InputError("--every goes with --preset llama-pro")
     before = read_checkpoint(checkpoint)
     if mergekit is not None:
         grown = apply_mergekit(mergekit, checkpoint, out, step=step, force=force)
         how = f"mergekit {mergekit.name}"
     else:
         grown = grow_checkpoint(
-            checkpoint, out, preset=preset or "lidas", block=block, step=step, force=force
+            checkpoint,
+            out,
+            preset=preset or "lidas",
+            block=block,
+            every=every,
+            step=step,
+            force=force,
         )
-        how = f"{preset or 'lidas'} (block {block})"
+        how = (
+            f"llama-pro (every {every})"
+            if preset == "llama-pro"
+            else f"{preset or 'lidas'} (block {block})"
+        )
     event = grown.events[-1]
     typer.echo(
         f"grew {before.folder} ({before.depth} layers) by {how} -> {out} "
@@ -184,6 +204,8 @@ def grow(
     )
     order = [p for [(p, _)] in event.layer_map]
     typer.echo(f"layer sources: {order}")
+    if event.zeroed:
+        typer.echo(f"zero-output copies (o_proj/down_proj = 0, write nothing): {event.zeroed}")
 
 
 def _parse_seeds(text: str) -> int | list[int]:
