@@ -41,14 +41,16 @@ def header(result: TraceResult) -> str:
 
 
 def top_table(s) -> Table:
-    """The top heads: rank, head, score, ancestor(s), path through the stages."""
+    """The top heads: rank, head, score, ancestor(s), path through the stages; a head that
+    writes nothing (output norm ~0, :mod:`induction.output_norm`) is marked "(silent)"."""
     from rich.table import Table
 
     t = Table(title=f"Top {s.n_top} heads by {s.score}", title_justify="left")
     for col in ("rank", "head", s.score, "ancestor", "path (layers by stage)"):
         t.add_column(col, justify="right" if col in ("rank", s.score) else "left")
     for r in s.top.itertuples(index=False):
-        t.add_row(str(r.rank), r.label, f"{getattr(r, s.score):.3f}", r.ancestors, r.path)
+        label = r.label + (" (silent)" if getattr(r, "silent", False) else "")
+        t.add_row(str(r.rank), label, f"{getattr(r, s.score):.3f}", r.ancestors, r.path)
     return t
 
 
