@@ -36,6 +36,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("lineage.cli", "grow", None),
     ("ablation.cli", "ablate", None),
     ("zoo.cli", "zoo_app", "zoo"),
+    ("induction.views_cli", "show", None),
 ]
 
 
