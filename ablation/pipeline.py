@@ -148,6 +148,7 @@ def ablate(
         scores=scores,
         cache_dir=None if cache_path is None else cache_path.parent,
     )
+    silent = silent_targets(loaded, plan, seed=cfg.seed)
     n_tasks = len({t.name for t in tasks})
     say(
         f"{loaded.info.name}: {plan.selection}; ablating {heads_text(plan.target)} "
@@ -166,6 +167,8 @@ def ablate(
         cache=cache,
         progress=progress,
     )
+    if silent["note"]:
+        say(f"note: {silent['note']}")
     if run.cached:  # announced even without ``log``: a cache must never serve silently
         notice = log or (lambda msg: print(msg, file=sys.stderr))
         notice(f"reusing {run.cached} cached result(s) from {cache_path} (--no-cache recomputes)")
@@ -174,6 +177,9 @@ def ablate(
     report = build_report(run)
     meta = {**run.meta, "suite": suite, "config": cfg.to_dict(), "cached_results": run.cached}
     meta["prompt_tokens_max"] = _prompt_limit(cfg, loaded, suite)
+    meta["output_norm"] = {k: v for k, v in silent.items() if k != "note"}
+    if silent["note"]:
+        meta["notes"] = [silent["note"]]
     return AblationResult(
         model=loaded.info.name,
         config=cfg,
@@ -183,6 +189,37 @@ def ablate(
         report=report,
         meta=meta,
     )
+
+
+def silent_targets(loaded, plan, seed: int = 0) -> dict:
+    """Which ablated heads write nothing (:mod:`induction.output_norm`): their output norm on
+    a few repeated-random-token prompts is below ``max(1e-6, 1e-3 x median)``. Ablating such
+    a head (a LLaMA-Pro zero-output copy, docs/views.md) cannot change the model's output.
+
+    Uses ``plan.scores``' ``output_norm`` column when the scan already has one, else measures
+    on 4 prompts of prompt seed ``seed``. Returns ``threshold``, ``silent_heads`` (all silent
+    heads), ``silent_ablated`` (head labels) and ``note`` (one line, or None).
+    """
+    from induction.output_norm import (
+        COLUMN,
+        output_norms,
+        silent_heads,
+        silent_note,
+        silent_threshold,
+    )
+
+    table = plan.scores
+    if table is None or COLUMN not in table.columns:
+        table = output_norms(loaded, batch=4, seeds=[seed])
+    quiet = silent_heads(table)
+    target = [(int(a), int(b)) for a, b in plan.target]
+    note = silent_note(target, table, what=f"the {len(target)} ablated heads")
+    return {
+        "threshold": silent_threshold(table[COLUMN]),
+        "silent_heads": [f"L{a}H{b}" for a, b in quiet],
+        "silent_ablated": [f"L{a}H{b}" for a, b in target if (a, b) in set(quiet)],
+        "note": note,
+    }
 
 
 def build_tasks(cfg: AblationConfig, suite: str, loaded: LoadedModel | None = None) -> list[Task]:

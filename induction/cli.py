@@ -46,6 +46,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("ablation.cli", "tasks", None),
     ("zoo.cli", "zoo_app", "zoo"),
     ("induction.cache_cli", "cache_app", "cache"),
+    ("induction.views_cli", "show", None),
 ]
 
 

@@ -3,6 +3,12 @@
 ``save_figure`` writes ``.html`` (self-contained: opens offline) always, and ``.png`` through
 kaleido when kaleido and a browser for it are installed; when PNG export is impossible it
 writes nothing and returns a one-line note instead of failing.
+
+``show`` displays a figure in a notebook as one output carrying both the interactive figure
+(``application/vnd.plotly.v1+json``, drawn by JupyterLab, Notebook 7 and VS Code) and a static
+``image/png`` (from kaleido, which needs Chrome or Chromium), which is what GitHub's notebook
+view and an nbconvert HTML export show, since neither runs plotly's JavaScript
+(docs/views.md).
 """
 
 from __future__ import annotations
@@ -152,3 +158,45 @@ def save_figure(fig: Any, path: str | Path) -> str | None:
         return f"PNG export unavailable, {path} not written ({reason}); use a .html path"
     write_bytes(path, data)
     return None
+
+
+def static_png(fig: Any, scale: float = 2) -> bytes | None:
+    """The figure as PNG bytes through kaleido, or None when kaleido or its browser is missing."""
+    try:
+        return fig.to_image(format="png", scale=scale)
+    except Exception:  # kaleido missing, or no browser for it
+        return None
+
+
+def show(fig: Any, *, png: bool = True, scale: float = 2) -> dict:
+    """Display ``fig`` in a notebook: the interactive figure plus a static PNG of it.
+
+    One ``display_data`` output holds ``application/vnd.plotly.v1+json`` (interactive where
+    the front end renders plotly), ``image/png`` (GitHub, nbconvert HTML, any viewer without
+    plotly's JavaScript) and ``text/plain``. Without kaleido and a browser the PNG is left
+    out (with a warning) and the output stays interactive only. Returns the bundle.
+    """
+    import base64
+    import warnings
+
+    import plotly.io as pio
+
+    bundle = dict(pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict()))
+    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else "figure"
+    bundle["text/plain"] = f"<plotly figure: {title}>"
+    if png:
+        data = static_png(fig, scale=scale)
+        if data is None:
+            warnings.warn(
+                "no static PNG attached: kaleido or a browser for it (Chrome/Chromium) is "
+                "missing; `pip install kaleido` and install chromium (docs/views.md)",
+                stacklevel=2,
+            )
+        else:
+            bundle["image/png"] = base64.b64encode(data).decode("ascii")
+    try:
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - outside IPython there is nothing to display
+        return bundle
+    display(bundle, raw=True)
+    return bundle

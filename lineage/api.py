@@ -314,8 +314,28 @@ def get_scores(traced: TracedModel, cfg: TraceConfig):
     sc = _read_scores(cfg.scores, "score table")
     if sc is not None:
         return sc, str(cfg.scores) if _is_path(cfg.scores) else "given table"
-    sc = _scan(traced.load(**cfg.load_options), cfg)
+    loaded = traced.load(**cfg.load_options)
+    sc = _scan(loaded, cfg)
+    sc = _with_output_norm(sc, loaded)
     return sc, f"scanned now (seeds {sc.attrs.get('seeds')}, batch {cfg.batch})"
+
+
+def _with_output_norm(sc, loaded):
+    """The scan plus each head's output norm (:mod:`induction.output_norm`, a few prompts of
+    the scan's first seed), so the summary can flag top heads that write nothing."""
+    from induction.output_norm import add_output_norm
+
+    seeds = sc.attrs.get("seeds") or [0]
+    return add_output_norm(
+        sc, loaded, batch=min(4, int(sc.attrs.get("batch") or 4)), seeds=seeds[:1]
+    )
+
+
+def silent_hint(log: DuplicationLog | None) -> str | None:
+    """The silent-heads note's closing words: certain when the log has LLaMA-Pro growth."""
+    if log is not None and any(e.operator == "llama-pro" for e in log.events):
+        return "zero-output copies from llama-pro growth (duplication log)"
+    return None
 
 
 def ancestor_scores(traced: TracedModel, lin, stage: int, cfg: TraceConfig):
@@ -416,6 +436,7 @@ def trace(model: Any = "grown", config: TraceConfig | None = None, **options) ->
         initial_scores=init_sc,
         threshold=cfg.threshold,
         cover=cfg.cover,
+        silent_hint=silent_hint(_real_log(traced, cfg.log) if not cfg.infer else traced.log),
     )
     graph = lineage_graph(
         lin,

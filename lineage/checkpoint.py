@@ -1,6 +1,8 @@
 """Grow a checkpoint on disk: restack its layers tensor by tensor and write the grown folder.
 
-Used by ``induction grow`` for both presets (MIDAS/LIDAS) and mergekit passthrough configs.
+Used by ``induction grow`` for the presets (MIDAS/LIDAS, LLaMA-Pro) and mergekit passthrough
+configs. LLaMA-Pro copies get zero output projections, found by tensor name
+(:func:`lineage.growth.output_projection_names`; an unrecognised layout is refused).
 Works on the safetensors files directly, as mergekit does: no model is instantiated, each
 output layer's tensors are its source layer's tensors under the new index, and transformers
 rebuilds per-layer state (``layer_idx``, caches) from the new ``config.json`` at load time.
@@ -150,8 +152,10 @@ def write_restacked(
     force: bool = False,
     max_shard_bytes: int = DEFAULT_SHARD_BYTES,
     allow_large: bool = False,
+    zero: set[str] | frozenset[str] = frozenset(),
 ) -> Path:
-    """Write ``ck`` with its layers in ``order`` (source index per output layer) plus ``log``.
+    """Write ``ck`` with its layers in ``order`` (source index per output layer) plus ``log``;
+    output tensors named in ``zero`` are written as zeros (same shape and dtype).
 
     The output is claimed for the whole write (:func:`induction.io.claim_output`: a concurrent
     run to the same ``out`` fails at once) and its size is estimated from the safetensors
@@ -166,10 +170,14 @@ def write_restacked(
         raise InputError(f"refusing to write {out}: it contains the input checkpoint {ck.folder}")
     check_outputs({"--out": out}, [ck.folder])
     with claim_output(out):
-        return _write_restacked(ck, order, log, out, dtype, force, max_shard_bytes, allow_large)
+        return _write_restacked(
+            ck, order, log, out, dtype, force, max_shard_bytes, allow_large, zero
+        )
 
 
-def _write_restacked(ck, order, log, out: Path, dtype, force, max_shard_bytes, allow_large):
+def _write_restacked(
+    ck, order, log, out: Path, dtype, force, max_shard_bytes, allow_large, zero=frozenset()
+):
     import torch
     from safetensors import safe_open
     from safetensors.torch import save_file
@@ -230,6 +238,8 @@ def _write_restacked(ck, order, log, out: Path, dtype, force, max_shard_bytes, a
                     t = handles[f].get_tensor(old)
                     if cast is not None and t.is_floating_point():
                         t = t.to(cast)
+                    if new in zero:
+                        t = torch.zeros_like(t)
                     tensors[new] = t.contiguous().clone()
                     weight_map[new] = fname
                 save_file(tensors, str(tmp / fname), metadata={"format": "pt"})
@@ -293,18 +303,23 @@ def grow_checkpoint(
     *,
     preset: str = "lidas",
     block: int = 4,
+    every: int | None = None,
     step: int | None = None,
     force: bool = False,
     allow_large: bool = False,
 ) -> DuplicationLog:
-    """Apply one MIDAS or LIDAS step (:mod:`lineage.growth` presets) to a checkpoint folder and
-    write the grown checkpoint plus its duplication log (extending the source's own log)."""
-    from lineage.growth import PRESETS
+    """Apply one MIDAS or LIDAS step, or LLaMA-Pro expansion (``preset="llama-pro"`` with
+    ``every``), to a checkpoint folder (:mod:`lineage.growth` presets) and write the grown
+    checkpoint plus its duplication log (extending the source's own log)."""
+    from lineage.growth import OTHER_PRESETS, PRESETS
 
-    if preset not in PRESETS:
-        raise InputError(f"unknown growth preset {preset!r}; use one of {', '.join(PRESETS)}")
+    if preset not in PRESETS and preset not in OTHER_PRESETS:
+        raise InputError(
+            f"unknown growth preset {preset!r}; use one of {', '.join([*PRESETS, *OTHER_PRESETS])}"
+        )
+    if preset == "llama-pro" and every is None:
+        raise InputError("the llama-pro preset needs --every K (a copy after every K layers)")
     ck = read_checkpoint(checkpoint)
-    source, insert_at = PRESETS[preset](ck.depth, block)
     log = (
         DuplicationLog.from_json(ck.log.to_json())
         if ck.log is not None
@@ -312,9 +327,47 @@ def grow_checkpoint(
     )
     if step is None:
         step = log.events[-1].step if log.events else 0
+    if preset == "llama-pro":
+        return _grow_llama_pro(ck, out, log, every, step, force, allow_large)
+    source, insert_at = PRESETS[preset](ck.depth, block)
     event = log.record_copy(
         step, preset, source, insert_at, note=f"{preset} block {block} applied to {ck.folder.name}"
     )
     order = [p for [(p, _)] in event.layer_map]
     write_restacked(ck, order, log, out, force=force, allow_large=allow_large)
+    return log
+
+
+def _grow_llama_pro(
+    ck: Checkpoint,
+    out: str | Path,
+    log: DuplicationLog,
+    every: int,
+    step: int,
+    force: bool,
+    allow_large: bool = False,
+) -> DuplicationLog:
+    """LLaMA-Pro on disk: restack with a copy after every ``every``-th layer and write the
+    copies' output projections (``o_proj``, ``down_proj`` or equivalents) as zeros."""
+    from lineage.growth import llama_pro_layer_map, llama_pro_order, output_projection_names
+
+    order, zeroed = llama_pro_order(ck.depth, every)
+    rests: dict[int, list[str]] = {}
+    for name in ck.weights:
+        m = LAYER_KEY.match(name)
+        if m and m["prefix"] == ck.layer_prefix:
+            rests.setdefault(int(m["i"]), []).append(m["rest"])
+    zero = set()
+    for j in zeroed:
+        src = order[j]
+        for rest in output_projection_names(rests[src], where=f"layer {src} of {ck.folder}"):
+            zero.add(f"{ck.layer_prefix}.{j}.{rest}")
+    log.record_mix(
+        step,
+        llama_pro_layer_map(order),
+        operator="llama-pro",
+        note=f"llama-pro every {every} applied to {ck.folder.name}: zero-output copies at {zeroed}",
+        zeroed=zeroed,
+    )
+    write_restacked(ck, order, log, out, force=force, allow_large=allow_large, zero=zero)
     return log

@@ -175,9 +175,17 @@ def grow(
     ],
     preset: Annotated[
         str | None,
-        typer.Option("--preset", help="lidas (default) or midas: one growth step."),
+        typer.Option(
+            "--preset",
+            help="lidas (default) or midas: one growth step; llama-pro: a zero-output copy "
+            "after every --every layers (LLaMA-Pro block expansion).",
+        ),
     ] = None,
-    block: Annotated[int, typer.Option("--block", help="Block size of the preset.")] = 4,
+    block: Annotated[int, typer.Option("--block", help="Block size of midas/lidas.")] = 4,
+    every: Annotated[
+        int | None,
+        typer.Option("--every", help="llama-pro: insert a copy after every K-th layer."),
+    ] = None,
     mergekit: Annotated[
         Path | None,
         typer.Option("--mergekit", help="A mergekit passthrough config (slices) to apply."),
@@ -196,7 +204,7 @@ def grow(
         ),
     ] = False,
 ) -> None:
-    """Grow a checkpoint by a MIDAS/LIDAS step or a mergekit passthrough config."""
+    """Grow a checkpoint by a MIDAS/LIDAS step, LLaMA-Pro expansion or a mergekit config."""
     from induction.io import check_output_path, check_outputs, model_inputs, wrote
     from lineage.checkpoint import grow_checkpoint, read_checkpoint
     from lineage.mergekit import apply_mergekit
@@ -207,6 +215,8 @@ def grow(
         raise InputError(f"--block must be >= 1 (layers per copied block), got {block}")
     check_outputs({"--out": out}, [*model_inputs(checkpoint), mergekit])
     check_output_path(out, flag_name="--out", folder=True)
+    if every is not None and preset != "llama-pro":
+        raise InputError("--every goes with --preset llama-pro")
     before = read_checkpoint(checkpoint)
     if mergekit is not None:
         grown = apply_mergekit(mergekit, checkpoint, out, step=step, force=force, allow_large=yes)
@@ -217,11 +227,16 @@ def grow(
             out,
             preset=preset or "lidas",
             block=block,
+            every=every,
             step=step,
             force=force,
             allow_large=yes,
         )
-        how = f"{preset or 'lidas'} (block {block})"
+        how = (
+            f"llama-pro (every {every})"
+            if preset == "llama-pro"
+            else f"{preset or 'lidas'} (block {block})"
+        )
     event = grown.events[-1]
     replaced = " (replaced the old folder)" if wrote(out).startswith("replaced") else ""
     typer.echo(
@@ -231,6 +246,8 @@ def grow(
     )
     order = [p for [(p, _)] in event.layer_map]
     typer.echo(f"layer sources: {order}")
+    if event.zeroed:
+        typer.echo(f"zero-output copies (o_proj/down_proj = 0, write nothing): {event.zeroed}")
 
 
 def _parse_seeds(text: str) -> int | list[int]:

@@ -10,12 +10,21 @@ index); ``midas_span`` and ``lidas_span`` are the presets of docs/research.md ("
 
 Copies are exact deep copies (no noise), so right after growth the model computes the same
 function as running the copied layers twice.
+
+``llama_pro`` is LLaMA-Pro block expansion (Wu et al. 2024, docs/research.md "Circuits and
+per-head causality"): the layers are split into groups of ``every``, and after the last layer
+of each group a copy of it is inserted whose output projections (attention ``o_proj`` and MLP
+``down_proj``, or their equivalents, :data:`OUTPUT_PROJECTIONS`) are zero. A zero output
+projection makes the copy an identity on the residual stream, so the grown model computes the
+original function exactly; the copies still attend like their sources but write nothing
+until trained.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import re
 from typing import Literal
 
 import torch
@@ -53,6 +62,108 @@ def lidas_span(depth: int, block: int = 4) -> tuple[tuple[int, int], int]:
 
 
 PRESETS = {"midas": midas_span, "lidas": lidas_span}
+#: Presets that are not a single span copy (``induction grow --preset llama-pro --every K``).
+OTHER_PRESETS = ("llama-pro",)
+
+#: Names (inside a decoder layer) of the modules that write to the residual stream: the
+#: attention output projection and the MLP output projection, by architecture. Llama / Qwen /
+#: Mistral / Gemma: ``self_attn.o_proj``, ``mlp.down_proj``; GPT-2: ``attn.c_proj``,
+#: ``mlp.c_proj``; GPT-NeoX / Falcon: ``attention.dense`` / ``self_attention.dense``,
+#: ``mlp.dense_4h_to_h``; OPT: ``self_attn.out_proj``, ``fc2``; Phi: ``self_attn.dense``,
+#: ``mlp.fc2``.
+OUTPUT_PROJECTIONS = {
+    "attention": re.compile(
+        r"^(?:self_attn\.(?:o_proj|out_proj|dense)|attn\.(?:c_proj|o_proj|out_proj)"
+        r"|attention\.dense|self_attention\.dense)\.(?:weight|bias)$"
+    ),
+    "mlp": re.compile(
+        r"^(?:mlp\.(?:down_proj|c_proj|dense_4h_to_h|fc2)|fc2|feed_forward\.w2)\.(?:weight|bias)$"
+    ),
+}
+
+
+def output_projection_names(names: list[str], where: str = "the layer") -> list[str]:
+    """The tensor names (relative to a decoder layer) to zero for a LLaMA-Pro copy: its
+    attention and MLP output projections. Refuses (one line) when either is not recognised,
+    or when the layer has other modules that could write (mixture-of-experts, cross-attention),
+    rather than guess."""
+    found = {kind: [n for n in names if rx.match(n)] for kind, rx in OUTPUT_PROJECTIONS.items()}
+    missing = [kind for kind, hits in found.items() if not any(h.endswith("weight") for h in hits)]
+    odd = [n for n in names if re.search(r"(?:experts|cross_attn|encoder_attn)", n)]
+    if missing or odd:
+        why = (
+            f"no recognised {' or '.join(missing)} output projection"
+            if missing
+            else f"unsupported modules ({odd[0]}, ...)"
+        )
+        raise InputError(
+            f"llama-pro cannot tell which tensors of {where} write to the residual stream "
+            f"({why}; knows o_proj/down_proj, out_proj/fc2, c_proj, dense/dense_4h_to_h); "
+            "refusing to guess"
+        )
+    return found["attention"] + found["mlp"]
+
+
+def llama_pro_order(depth: int, every: int) -> tuple[list[int], list[int]]:
+    """``(order, zeroed)``: source layer of each grown layer, and the grown indices of the
+    zero-output copies. ``every`` must divide ``depth`` (Wu et al. split the layers into
+    ``depth / every`` groups and expand each group's last layer)."""
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise InputError(f"--every must be a positive integer, got {every!r}")
+    if depth % every:
+        divisors = [k for k in range(1, depth + 1) if depth % k == 0]
+        raise InputError(
+            f"llama-pro needs --every to divide the depth {depth}, got {every}; use one of "
+            f"{', '.join(map(str, divisors))}"
+        )
+    order, zeroed = [], []
+    for i in range(depth):
+        order.append(i)
+        if (i + 1) % every == 0:
+            zeroed.append(len(order))
+            order.append(i)
+    return order, zeroed
+
+
+def llama_pro_layer_map(order: list[int]) -> list[list[tuple[int, float]]]:
+    return [[(p, 1.0)] for p in order]
+
+
+def llama_pro(
+    model: nn.Module,
+    every: int,
+    *,
+    log: DuplicationLog | None = None,
+    step: int = 0,
+) -> GrowthEvent:
+    """LLaMA-Pro block expansion in place: after every ``every``-th layer insert a deep copy
+    of it with zeroed output projections (see the module docstring). Returns the logged event
+    (operator ``llama-pro``, the copies listed under ``zeroed``)."""
+    layers = decoder_layers(model)
+    depth = len(layers)
+    order, zeroed = llama_pro_order(depth, every)
+    new_layers, seen = [], set()
+    for j, i in enumerate(order):
+        if i not in seen:
+            seen.add(i)
+            new_layers.append(layers[i])
+            continue
+        dup = copy.deepcopy(layers[i])
+        params = dict(dup.named_parameters())
+        with torch.no_grad():
+            for name in output_projection_names(list(params), where=f"layer {i}"):
+                params[name].zero_()
+        new_layers.append(dup)
+    set_layers(model, new_layers)
+    _fix_config_order(model, depth, order)
+    log = log if log is not None else DuplicationLog(initial_depth=depth)
+    return log.record_mix(
+        step,
+        llama_pro_layer_map(order),
+        operator="llama-pro",
+        note=f"llama-pro every {every}: zero-output copies at {zeroed}",
+        zeroed=zeroed,
+    )
 
 
 def duplicate_layers(
@@ -101,13 +212,25 @@ def duplicate_layers(
 
 def grow(
     model: nn.Module,
-    preset: Literal["midas", "lidas"] = "lidas",
+    preset: Literal["midas", "lidas", "llama-pro"] = "lidas",
     block: int = 4,
+    *,
+    every: int | None = None,
     **kwargs,
 ) -> tuple[GrowthEvent, torch.optim.Optimizer | None]:
-    """Apply a MIDAS or LIDAS growth step (see module docstring)."""
+    """Apply a MIDAS or LIDAS growth step, or LLaMA-Pro expansion with ``every`` (see the
+    module docstring). LLaMA-Pro takes only ``log`` and ``step`` and returns no optimizer."""
+    if preset == "llama-pro":
+        if every is None:
+            raise InputError("the llama-pro preset needs --every K (a copy after every K layers)")
+        extra = set(kwargs) - {"log", "step"}
+        if extra:
+            raise InputError(f"llama-pro growth does not take {', '.join(sorted(extra))}")
+        return llama_pro(model, every, **kwargs), None
     if preset not in PRESETS:
-        raise InputError(f"unknown growth preset {preset!r}; use one of {', '.join(PRESETS)}")
+        raise InputError(
+            f"unknown growth preset {preset!r}; use one of {', '.join([*PRESETS, *OTHER_PRESETS])}"
+        )
     source, insert_at = PRESETS[preset](len(decoder_layers(model)), block)
     return duplicate_layers(model, source, insert_at, operator=preset, **kwargs)
 
@@ -115,6 +238,14 @@ def grow(
 def _fix_config(
     model: nn.Module, depth_before: int, source: tuple[int, int], insert_at: int
 ) -> None:
+    old = list(range(depth_before))
+    _fix_config_order(
+        model, depth_before, old[:insert_at] + old[source[0] : source[1]] + old[insert_at:]
+    )
+
+
+def _fix_config_order(model: nn.Module, depth_before: int, order: list[int]) -> None:
+    """Config and per-layer state after restacking: ``order[j]`` is grown layer j's source."""
     config = model.config
     depth = len(decoder_layers(model))
     for key in DEPTH_KEYS:
@@ -123,7 +254,7 @@ def _fix_config(
     # Per-layer attention types (Gemma/Qwen sliding windows): the copies take their source's.
     types = getattr(config, "layer_types", None)
     if isinstance(types, list) and len(types) == depth_before:
-        config.layer_types = types[:insert_at] + types[source[0] : source[1]] + types[insert_at:]
+        config.layer_types = [types[i] for i in order]
     for i, layer in enumerate(decoder_layers(model)):
         for module in layer.modules():
             if hasattr(module, "layer_idx"):

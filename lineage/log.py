@@ -18,8 +18,14 @@ File format (JSON, ``format = "induction-workbench/duplication-log"``, ``version
 pairs. A copy has one parent with weight 1; methods that mix layers (LiGO-like) give several
 weighted parents. ``source`` is the half-open span that was copied and ``insert_at`` the index
 (in the grown model) of the first copy; both are ``null`` for operators that are not a single
-span copy (``mix``, ``mergekit``, and ``inferred``: a log rebuilt from weights by
+span copy (``mix``, ``mergekit``, ``llama-pro``, and ``inferred``: a log rebuilt from weights by
 :mod:`lineage.infer`), whose ``layer_map`` alone defines the event.
+
+``llama-pro`` is LLaMA-Pro block expansion (Wu et al. 2024; docs/research.md): after every
+k-th layer a copy of it is inserted whose output projections (``o_proj``, ``down_proj``) are
+zero, so the grown model computes the original function. Such an event lists the copies'
+indices (in the grown model) under the optional key ``zeroed``; a copy's parent in
+``layer_map`` is its source layer. ``zeroed`` is omitted when empty.
 Because parents always index the previous stage, ancestry is acyclic by construction; a log
 whose indices point outside the previous stage is rejected.
 """
@@ -36,7 +42,7 @@ FORMAT = "induction-workbench/duplication-log"
 VERSION = 1
 #: The log's file name beside a grown checkpoint's weights.
 LOG_FILE = "duplication_log.json"
-OPERATORS = ("copy", "midas", "lidas", "mix", "mergekit", "inferred")
+OPERATORS = ("copy", "midas", "lidas", "mix", "mergekit", "inferred", "llama-pro")
 SPAN_OPERATORS = ("copy", "midas", "lidas")
 
 Parents = list[tuple[int, float]]
@@ -59,11 +65,15 @@ class GrowthEvent:
     source: tuple[int, int] | None = None
     insert_at: int | None = None
     note: str = ""
+    #: Layers (in the grown model) whose output projections were zeroed (``llama-pro``).
+    zeroed: list[int] = field(default_factory=list)
 
     def to_json(self) -> dict:
         d = asdict(self)
         d["layer_map"] = [[[p, w] for p, w in parents] for parents in self.layer_map]
         d["source"] = list(self.source) if self.source is not None else None
+        if not self.zeroed:
+            del d["zeroed"]
         return d
 
 
@@ -92,9 +102,22 @@ class DuplicationLog:
         return event
 
     def record_mix(
-        self, step: int, layer_map: list[Parents], operator: str = "mix", note=""
+        self,
+        step: int,
+        layer_map: list[Parents],
+        operator: str = "mix",
+        note="",
+        zeroed: list[int] | None = None,
     ) -> GrowthEvent:
-        event = GrowthEvent(step, operator, self.final_depth, len(layer_map), layer_map, note=note)
+        event = GrowthEvent(
+            step,
+            operator,
+            self.final_depth,
+            len(layer_map),
+            layer_map,
+            note=note,
+            zeroed=sorted(zeroed or []),
+        )
         self.events.append(event)
         self.validate()
         return event
@@ -181,6 +204,11 @@ class DuplicationLog:
                         )
                     if not w > 0:
                         raise LineageError(f"{where}: layer {i} has non-positive weight {w!r}")
+            bad = [z for z in e.zeroed if not (isinstance(z, int) and 0 <= z < e.depth_after)]
+            if bad:
+                raise LineageError(
+                    f"{where}: zeroed names layer {bad[0]!r}, outside layers 0..{e.depth_after - 1}"
+                )
             if e.operator in SPAN_OPERATORS:
                 self._validate_span(where, e, depth)
             depth, last_step = e.depth_after, e.step
@@ -236,6 +264,7 @@ class DuplicationLog:
                     source=tuple(e["source"]) if e.get("source") is not None else None,
                     insert_at=e.get("insert_at"),
                     note=str(e.get("note", "")),
+                    zeroed=list(e.get("zeroed") or []),
                 )
                 for e in data.get("events", [])
             ]

@@ -15,6 +15,7 @@ def print_trace(result: TraceResult, console: Console | None = None) -> None:
     """Header, headline, top-heads and ancestors tables, inference lines, notes, files."""
     from rich.console import Console
 
+    given = console is not None
     console = console or Console()
     s = result.summary
     console.print(header(result))
@@ -24,11 +25,10 @@ def print_trace(result: TraceResult, console: Console | None = None) -> None:
     console.print(ancestor_table(s))
     for line in inference_lines(result):
         console.print(line)
-    from rich.console import Console
-
     from induction.io import wrote
 
-    err = Console(stderr=True)  # diagnostics to stderr, results to stdout
+    # diagnostics to stderr, results to stdout (a console passed in gets both)
+    err = console if given else Console(stderr=True)
     for note in s.notes:
         err.print(f"note: {note}")
     for p in result.written:
@@ -46,14 +46,16 @@ def header(result: TraceResult) -> str:
 
 
 def top_table(s) -> Table:
-    """The top heads: rank, head, score, ancestor(s), path through the stages."""
+    """The top heads: rank, head, score, ancestor(s), path through the stages; a head that
+    writes nothing (output norm ~0, :mod:`induction.output_norm`) is marked "(silent)"."""
     from rich.table import Table
 
     t = Table(title=f"Top {s.n_top} heads by {s.score}", title_justify="left")
     for col in ("rank", "head", s.score, "ancestor", "path (layers by stage)"):
         t.add_column(col, justify="right" if col in ("rank", s.score) else "left")
     for r in s.top.itertuples(index=False):
-        t.add_row(str(r.rank), r.label, f"{getattr(r, s.score):.3f}", r.ancestors, r.path)
+        label = r.label + (" (silent)" if getattr(r, "silent", False) else "")
+        t.add_row(str(r.rank), label, f"{getattr(r, s.score):.3f}", r.ancestors, r.path)
     return t
 
 

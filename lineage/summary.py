@@ -135,6 +135,7 @@ def summarize(
     initial_scores=None,
     threshold: float = INDUCTION_THRESHOLD,
     cover: float = 0.8,
+    silent_hint: str | None = None,
 ) -> LineageSummary:
     """Summarize the ancestry of the ``top`` heads by ``score``.
 
@@ -146,6 +147,9 @@ def summarize(
             pre-growth checkpoint, matching ``ancestry.attrs["to_stage"]``): adds each
             ancestor's own score and whether it was an induction head (>= ``threshold``).
         cover: share of the top heads the headline ancestors must hold.
+        silent_hint: closing guess of the note on silent top heads (when ``scores`` has an
+            ``output_norm`` column, :mod:`induction.output_norm`); default "zero-initialised
+            copies (llama-pro?)".
     """
     if not isinstance(top, int) or top < 1:
         raise InputError(f"--top must be a positive integer, got {top!r}")
@@ -163,6 +167,11 @@ def summarize(
 
     ranked = rank_heads(sc, score, top)
     top_df, links = primary_ancestors(ranked, ancestry, score)
+    silent = silent_top(ranked, scores, silent_hint)
+    if silent is not None:
+        top_df["silent"], note = silent
+        if note:
+            notes.append(note)
     init = None
     if initial_scores is not None:
         n_anc_layers = depths[to_stage] if depths else int(ancestry["ancestor_layer"].max()) + 1
@@ -213,6 +222,22 @@ def rank_heads(sc, score: str, top: int):
     ranked = ranked.reset_index(drop=True)
     ranked.insert(0, "rank", range(1, len(ranked) + 1))
     return ranked
+
+
+def silent_top(ranked, scores, hint: str | None = None):
+    """``(silent flag per top head, note or None)`` when ``scores`` has output norms, else
+    None: a top head that attends like an induction head but writes nothing
+    (:func:`induction.output_norm.silent_heads`; LLaMA-Pro zero-output copies)."""
+    from induction.output_norm import COLUMN, silent_heads, silent_note
+
+    if COLUMN not in scores.columns:
+        return None
+    table = scores[["layer", "head", COLUMN]].dropna()
+    if table.empty:
+        return None
+    quiet = set(silent_heads(table))
+    heads = [(int(a), int(b)) for a, b in zip(ranked["layer"], ranked["head"])]
+    return [h in quiet for h in heads], silent_note(heads, table, hint=hint)
 
 
 def score_map(sc, score: str) -> dict[tuple[int, int], float]:

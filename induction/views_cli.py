@@ -1,0 +1,71 @@
+"""``induction show``: attention patterns of chosen heads as a self-contained HTML page.
+
+Keep imports light here: ``induction --help`` imports this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from induction.cli_options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, TrustRemoteCodeOpt
+from induction.errors import InputError
+
+
+def show(
+    model: ModelArg = DEFAULT_MODEL,
+    heads: Annotated[
+        str, typer.Option("--heads", help="Heads to show, e.g. L5H1,L11H2 (layer, head from 0).")
+    ] = "",
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Output .html (interactive, plotly.js embedded) or .png file."
+        ),
+    ] = Path("view.html"),
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            "--prompt", help="Text to run; default: one seeded repeated-random-token prompt."
+        ),
+    ] = None,
+    seq_len: Annotated[
+        int | None,
+        typer.Option("--seq-len", help="Random prompt: tokens per copy (default: the model's)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Random prompt: its seed.")] = 0,
+    layout: Annotated[
+        str, typer.Option("--layout", help="dropdown (one heatmap, a menu of heads) or grid.")
+    ] = "dropdown",
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
+) -> None:
+    """Write each head's attention pattern with token labels and the induction stripe."""
+    from induction.plots import FIGURE_SUFFIXES
+
+    if not heads.strip():
+        raise InputError("pass --heads, e.g. --heads L5H1,L11H2")
+    if out.suffix.lower() not in FIGURE_SUFFIXES:
+        raise InputError(f"--out {out}: use an .html or .png file name")
+    if out.is_dir():
+        raise InputError(f"--out {out} is a folder; pass a file path")
+    if prompt is not None and not prompt.strip():
+        raise InputError("empty prompt: pass some text to --prompt, or leave --prompt out")
+    from induction.io import refuse_overwrite_input
+    from induction.loading import load_model
+    from induction.plots import save_figure
+
+    refuse_overwrite_input(out, model if Path(model).exists() else None)
+    from induction.views import show_patterns
+
+    loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+    fig = show_patterns(loaded, heads, prompt, seq_len=seq_len, seed=seed, layout=layout)
+    note = save_figure(fig, out)
+    if note:
+        raise InputError(note)
+    typer.echo(
+        f"wrote {out} ({', '.join(fig.layout.meta['heads'])}; {fig.layout.meta['tokens']} tokens)"
+    )

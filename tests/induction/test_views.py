@@ -1,0 +1,140 @@
+"""Attention-pattern views (`induction show`, induction.views) and the notebook display helper."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+import induction
+from induction.cli import app
+from induction.errors import InputError
+from induction.views import (
+    parse_heads,
+    show_patterns,
+    stripe_cells_matching,
+    stripe_cells_repeated,
+    token_label,
+    token_labels,
+)
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def grown():
+    return induction.load_model("grown", device="cpu")
+
+
+def test_parse_heads():
+    assert parse_heads("L5H1, l0h3,5.1", 8, 4) == [(5, 1), (0, 3)]
+    assert parse_heads([(1, 2), "L2H0"], 8, 4) == [(1, 2), (2, 0)]
+    with pytest.raises(InputError, match="L99H0 is out of range: the model has layers 0-7"):
+        parse_heads("L99H0", 8, 4)
+    with pytest.raises(InputError, match="malformed"):
+        parse_heads("head5", 8, 4)
+    with pytest.raises(InputError, match="no heads"):
+        parse_heads(" , ", 8, 4)
+
+
+def test_stripes():
+    # [P] r r with T = 3: positions 4..6 attend to 2..4
+    assert stripe_cells_repeated(3) == [(4, 2), (5, 3), (6, 4)]
+    # a b c a b: query 3 ('a') -> key 1 ('b' after the earlier 'a'); query 4 ('b') -> key 2
+    assert stripe_cells_matching([0, 7, 8, 9, 7, 8]) == [(4, 2), (5, 3)]
+    assert stripe_cells_matching([5, 5, 5]) == [(1, 1), (2, 1), (2, 2)]
+
+
+class _BPE:
+    """Byte-level BPE stand-in: decode gives text, a lone byte decodes to U+FFFD."""
+
+    vocab = {0: "Ġthe", 1: "Ċ", 2: "â", 3: "▁cat", 4: "the"}
+    text = {0: " the", 1: "\n", 2: "\ufffd", 3: " cat", 4: "the"}
+
+    def decode(self, ids):
+        return self.text[ids[0]]
+
+    def convert_ids_to_tokens(self, i):
+        return self.vocab[i]
+
+
+def test_token_labels_are_readable_and_unique():
+    tok = _BPE()
+    assert token_label(tok, 0) == "·the"
+    assert token_label(tok, 1) == "\\n"
+    assert token_label(tok, 2) == "â"  # raw entry when the id decodes to a broken byte
+    tok.text[3] = ""
+    assert token_label(tok, 3) == "·cat"  # SentencePiece marker
+    labels = token_labels(tok, [4, 4, 0])
+    assert labels == ["0:the", "1:the", "2:·the"] and len(set(labels)) == 3
+
+
+def test_repeated_prompt_view(grown):
+    fig = show_patterns(grown, "L4H1,L5H2", seq_len=8)
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    stripe = [t for t in fig.data if t.type == "scatter"]
+    assert len(heat) == 2 and len(stripe) == 2 and len(heat[0].x) == 17
+    assert len(stripe[0].x) == 8  # one stripe cell per second-copy query
+    assert stripe[0].y[0] == heat[0].y[9] and stripe[0].x[0] == heat[0].x[2]
+    assert [b["label"] for b in fig.layout.updatemenus[0].buttons] == ["L4H1", "L5H2"]
+    assert "stripe attention" in fig.layout.title.text
+    assert fig.layout.meta["heads"] == ["L4H1", "L5H2"]
+    grid = show_patterns(grown, ["L4H1", "L5H2"], prompt="a b c a b c", layout="grid")
+    assert [a.text.split(":")[0] for a in grid.layout.annotations][:2] == ["L4H1", "L5H2"]
+
+
+def test_errors(grown):
+    with pytest.raises(InputError, match="empty prompt"):
+        show_patterns(grown, "L0H0", prompt="  ")
+    with pytest.raises(InputError, match="context is 256"):
+        show_patterns(grown, "L0H0", prompt="a " * 300)
+    with pytest.raises(InputError, match="layout"):
+        show_patterns(grown, "L0H0", layout="tabs")
+
+
+def test_cli_writes_self_contained_html(tmp_path, one_line_error):
+    out = tmp_path / "view.html"
+    result = runner.invoke(
+        app, ["show", "grown", "--heads", "L4H1,L5H2", "--seq-len", "6", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    assert "<script src=" not in html and len(html) > 1_000_000  # plotly.js embedded
+    assert "induction stripe" in html
+    for args, fragment in (
+        (["--heads", "L99H0"], "L99H0 is out of range"),
+        (["--heads", "L1H0", "--prompt", ""], "empty prompt"),
+        (["--heads", "L1H0", "--prompt", "a " * 300], "context"),
+        (["--heads", "L1H0", "--out", str(tmp_path / "v.txt")], ".html or .png"),
+    ):
+        args = args if "--out" in args else [*args, "--out", str(out)]
+        one_line_error(runner.invoke(app, ["show", "grown", *args]), fragment)
+
+
+def test_notebook_show_attaches_a_static_png(monkeypatch):
+    import plotly.graph_objects as go
+
+    import induction.plots as plots
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
+    fig = go.Figure(go.Heatmap(z=[[0, 1], [1, 0]]), layout={"title": "t"})
+    monkeypatch.setattr(plots, "static_png", lambda fig, scale=2: b"\x89PNG fake")
+    bundle = plots.show(fig)
+    assert shown == [bundle]
+    assert set(bundle) == {"application/vnd.plotly.v1+json", "image/png", "text/plain"}
+    assert "text/html" not in bundle  # GitHub and nbconvert would pick it over the PNG
+    monkeypatch.setattr(plots, "static_png", lambda fig, scale=2: None)
+    with pytest.warns(UserWarning, match="kaleido"):
+        bundle = plots.show(fig)
+    assert "image/png" not in bundle and "application/vnd.plotly.v1+json" in bundle
+
+
+def test_kaleido_png_when_available():
+    import plotly.graph_objects as go
+
+    from induction.plots import static_png
+
+    data = static_png(go.Figure(go.Bar(y=[1, 2])), scale=1)
+    if data is None:
+        pytest.skip("kaleido or Chromium is not installed")
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
