@@ -39,6 +39,7 @@ from urllib.parse import urlparse
 import torch
 
 from induction.errors import ModelLoadError
+from induction.runtime import apply_thread_policy, quiet_loading, thread_count
 from induction.zoo import registry
 
 if TYPE_CHECKING:
@@ -250,8 +251,6 @@ def load_model(
     torch's default); transformers' logs and loading bars are hidden unless ``verbose=True``
     or ``$INDUCTION_VERBOSE=1``.
     """
-    from induction.runtime import apply_thread_policy, quiet_loading, thread_count
-
     thread_count(None, threads)  # a bad value fails before the (slow) load
     with quiet_loading(verbose):
         loaded = _load_model(spec, device, dtype, trust_remote_code, device_map, tokenizer)

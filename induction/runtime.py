@@ -17,6 +17,7 @@ Import-light: torch and transformers are imported inside the functions.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -29,44 +30,67 @@ VERBOSE_ENV = "INDUCTION_VERBOSE"
 ZOO_CPU_THREADS = 1
 
 _TRUE = ("1", "true", "yes", "on")
-# torch's thread count before this module first changed it, and the count it set then: a
-# later model without a policy of its own gets torch's default back, unless someone else
-# changed the count in between.
+# torch's thread count when this module was first imported (induction.loading imports it right
+# after torch), and the count the policy last set. A count that is neither was chosen by the
+# caller (torch.set_num_threads before load_model): the zoo default leaves it alone.
 _torch_default: int | None = None
 _set_by_policy: int | None = None
+
+
+def _note_torch_default() -> None:
+    global _torch_default
+    if _torch_default is None and "torch" in sys.modules:
+        _torch_default = sys.modules["torch"].get_num_threads()
+
+
+_note_torch_default()
+
+
+def _env_threads() -> int | None:
+    env = os.environ.get(THREADS_ENV, "").strip()
+    if not env:
+        return None
+    try:
+        value = int(env)
+    except ValueError:
+        raise InputError(f"${THREADS_ENV}={env!r}: expected a positive integer") from None
+    return _check_threads(value, f"${THREADS_ENV}")
 
 
 def thread_count(info: Any = None, threads: int | None = None) -> int | None:
     """The thread count the policy picks for ``info`` (a ModelInfo), or None: torch's default."""
     if threads is not None:
         return _check_threads(threads, "threads")
-    env = os.environ.get(THREADS_ENV, "").strip()
-    if env:
-        try:
-            value = int(env)
-        except ValueError:
-            raise InputError(f"${THREADS_ENV}={env!r}: expected a positive integer") from None
-        return _check_threads(value, f"${THREADS_ENV}")
+    env = _env_threads()
+    if env is not None:
+        return env
     if info is not None and _zoo_on_cpu(info):
         return ZOO_CPU_THREADS
     return None
 
 
 def apply_thread_policy(info: Any = None, threads: int | None = None) -> int:
-    """Set torch's CPU thread count by the policy (module docstring); returns the count now."""
-    global _torch_default, _set_by_policy
+    """Set torch's CPU thread count by the policy (module docstring); returns the count now.
+
+    ``threads`` and ``$INDUCTION_THREADS`` are always applied. The zoo default (1) and the
+    return to torch's default are only applied while the count is torch's own or one this
+    policy set, so a script that called ``torch.set_num_threads`` itself keeps its choice.
+    """
+    global _set_by_policy
     import torch
 
+    _note_torch_default()
+    explicit = threads is not None or _env_threads() is not None
     wanted = thread_count(info, threads)
     current = torch.get_num_threads()
+    ours = current == _torch_default or current == _set_by_policy
     if wanted is None:
-        # back to torch's default, but only if the count is still the one we set
-        if _set_by_policy is not None and current == _set_by_policy and _torch_default:
+        if ours and _torch_default is not None and current != _torch_default:
             torch.set_num_threads(_torch_default)
-            _set_by_policy = None
+        _set_by_policy = None
         return torch.get_num_threads()
-    if _torch_default is None:
-        _torch_default = current
+    if not explicit and not ours:
+        return current
     if current != wanted:
         torch.set_num_threads(wanted)
     _set_by_policy = wanted

@@ -52,6 +52,13 @@ def test_apply_thread_policy_sets_and_restores(monkeypatch, restore_threads):
     torch.set_num_threads(1)  # the user's own choice is left alone
     runtime.apply_thread_policy(REAL_CPU)
     assert torch.get_num_threads() == 1
+    monkeypatch.setattr(runtime, "_torch_default", 3)
+    monkeypatch.setattr(runtime, "_set_by_policy", None)
+    torch.set_num_threads(2)  # set by the caller before loading: the zoo default keeps it
+    assert runtime.apply_thread_policy(ZOO_CPU) == 2 and torch.get_num_threads() == 2
+    assert runtime.apply_thread_policy(ZOO_CPU, threads=1) == 1  # explicit still wins
+    monkeypatch.setenv(runtime.THREADS_ENV, "2")
+    assert runtime.apply_thread_policy(REAL_CPU) == 2  # and the environment
 
 
 def test_load_model_applies_policy_and_is_quiet(
@@ -61,6 +68,8 @@ def test_load_model_applies_policy_and_is_quiet(
 
     monkeypatch.delenv(runtime.THREADS_ENV, raising=False)
     monkeypatch.delenv(runtime.VERBOSE_ENV, raising=False)
+    monkeypatch.setattr(runtime, "_torch_default", 2)  # as if torch had started with 2
+    monkeypatch.setattr(runtime, "_set_by_policy", None)
     torch.set_num_threads(2)
     loaded = load_model(tiny_llama_dir, device="cpu")  # zoo vocabulary on CPU
     assert loaded.info.zoo_vocabulary and torch.get_num_threads() == 1
