@@ -120,7 +120,7 @@ class ScanConfig:
     rank_by: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tensors inside: compare fields, not results
 class ScanResult:
     """Per-head scores of one scan, with the settings that produced them.
 

@@ -29,7 +29,7 @@ def t_quantile(n: int, level: float = CI_LEVEL) -> float:
     return float(t.ppf(0.5 + level / 2, n - 1))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tensors inside: compare fields, not results
 class Spread:
     """Mean over seeds, its spread and a confidence interval, each ``[layer, head]`` float64."""
 
