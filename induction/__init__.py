@@ -1,7 +1,9 @@
 """Induction-head workbench: find, trace and ablate induction heads in transformer LMs.
 
 Heavy modules (torch, transformers, TransformerLens) load on first use of ``load_model``,
-``LoadedModel`` or ``ModelInfo``, so ``import induction`` and the CLI's help stay fast.
+``LoadedModel``, ``ModelInfo``, ``induction_scores``, ``ScanConfig`` or ``ScanResult``, so
+``import induction`` and the CLI's help stay fast. The scan pipeline itself is
+``from induction.scan import scan`` (``induction.scan`` is the module).
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ from typing import TYPE_CHECKING
 from induction.errors import InputError, LineageError, ModelLoadError, WorkbenchError
 from induction.zoo.registry import zoo_models
 
+#: A head whose induction score is at or above this is conventionally called an induction head
+#: (the one definition; :mod:`induction.scan`, the CLI and the figures read it from here).
+INDUCTION_THRESHOLD = 0.4
+
 if TYPE_CHECKING:
     from induction.loading import LoadedModel, ModelInfo, load_model
-    from induction.scores import induction_scores
+    from induction.scan import ScanConfig, ScanResult, induction_scores
 
 __version__ = "0.1.0"
 
@@ -21,15 +27,20 @@ _LAZY = {
     "load_model": "induction.loading",
     "LoadedModel": "induction.loading",
     "ModelInfo": "induction.loading",
-    "induction_scores": "induction.scores",
+    "induction_scores": "induction.scan",
+    "ScanConfig": "induction.scan",
+    "ScanResult": "induction.scan",
 }
 
 __all__ = [
+    "INDUCTION_THRESHOLD",
     "InputError",
     "LineageError",
     "LoadedModel",
     "ModelInfo",
     "ModelLoadError",
+    "ScanConfig",
+    "ScanResult",
     "WorkbenchError",
     "induction_scores",
     "load_model",

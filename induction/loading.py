@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 import torch
 
 from induction.errors import ModelLoadError, WorkbenchError
+from induction.runtime import apply_thread_policy, quiet_loading, thread_count
 from induction.specs import (  # noqa: F401  (PACKAGED_GGUF, packaged_gguf: re-exported)
     PACKAGED_GGUF,
     is_loaded_model,
@@ -101,6 +102,20 @@ class ModelInfo:
     @property
     def is_gqa(self) -> bool:
         return self.n_kv_heads < self.n_heads
+
+    @classmethod
+    def from_bridge(
+        cls,
+        bridge: TransformerBridge,
+        *,
+        name: str | None = None,
+        source: str = "object",
+        path: str | None = None,
+        card: dict | None = None,
+    ) -> ModelInfo:
+        """The facts of any TransformerBridge, e.g. one not made by :func:`load_model`
+        (built by ``_model_info_from_bridge`` beside the loader's ``_model_info``)."""
+        return _model_info_from_bridge(cls, bridge, name=name, source=source, path=path, card=card)
 
     def as_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -218,6 +233,8 @@ def load_model(
     device_map: str | dict | None = None,
     *,
     tokenizer: Any = None,
+    threads: int | None = None,
+    verbose: bool | None = None,
 ) -> LoadedModel:
     """Load ``spec`` (zoo name, folder, .gguf file, hub name or PreTrainedModel) into a bridge.
 
@@ -225,7 +242,21 @@ def load_model(
     PreTrainedModel object. ``device_map`` (e.g. ``"auto"``) spreads the model over several
     devices through accelerate and replaces ``device``. ``tokenizer`` is only needed for a
     model object whose tokenizer cannot be found (zoo-vocabulary models get the zoo tokenizer).
+
+    Run settings (:mod:`induction.runtime`, the same for the CLI, the API and notebooks):
+    torch's CPU thread count follows :func:`induction.runtime.apply_thread_policy` (``threads``
+    if given, else ``$INDUCTION_THREADS``, else 1 for zoo-vocabulary models on CPU, else
+    torch's default); transformers' logs and loading bars are hidden unless ``verbose=True``
+    or ``$INDUCTION_VERBOSE=1``.
     """
+    thread_count(None, threads)  # a bad value fails before the (slow) load
+    with quiet_loading(verbose):
+        loaded = _load_model(spec, device, dtype, trust_remote_code, device_map, tokenizer)
+    apply_thread_policy(loaded.info, threads)
+    return loaded
+
+
+def _load_model(spec, device, dtype, trust_remote_code, device_map, tokenizer) -> LoadedModel:
     torch_dtype = resolve_dtype(dtype)
     if device_map is not None:
         if device not in (None, "auto"):
@@ -746,28 +777,53 @@ def ordinary_token_range(
 
 
 def _model_info(bridge, name: str, source: str, path: str | None, card: dict | None):
+    return ModelInfo.from_bridge(bridge, name=name, source=source, path=path, card=card)
+
+
+def _model_info_from_bridge(
+    cls: type[ModelInfo],
+    bridge,
+    *,
+    name: str | None = None,
+    source: str = "object",
+    path: str | None = None,
+    card: dict | None = None,
+) -> ModelInfo:
+    """The facts of a TransformerBridge (``ModelInfo.from_bridge``; the one builder).
+
+    ``name`` defaults to the bridge config's ``model_name``, else the wrapped model's class.
+    A bridge without a tokenizer gets no special tokens, no BOS and the whole vocabulary as
+    its ordinary range. ``card`` (a model card dict) may set ``default_repeat_len``.
+    """
     from induction.zoo import vocab
 
     cfg = bridge.cfg
-    tok = bridge.tokenizer
+    tok = getattr(bridge, "tokenizer", None)
     hf_model = bridge.original_model
     n_vocab = int(cfg.d_vocab)
-    n_tok = min(len(tok), n_vocab)
-    specials = special_token_ids(tok)
-    zoo = is_zoo_tokenizer(tok)
-    if zoo:
-        token_range = (vocab.FIRST_ORDINARY_ID, vocab.VOCAB_SIZE)
+    if tok is None:
+        specials: tuple[int, ...] = ()
+        zoo, bos = False, None
+        token_range = (0, n_vocab)
     else:
-        token_range = ordinary_token_range(n_tok, specials)
+        specials = special_token_ids(tok)
+        zoo, bos = is_zoo_tokenizer(tok), tok.bos_token_id
+        if zoo:
+            token_range = (vocab.FIRST_ORDINARY_ID, vocab.VOCAB_SIZE)
+        else:
+            token_range = ordinary_token_range(min(len(tok), n_vocab), specials)
     repeat = DEFAULT_REPEAT_LEN
     if card:
         repeat = int(card.get("default_repeat_len") or card.get("repeat_len") or repeat)
     n_ctx = int(cfg.n_ctx)
     repeat = max(1, min(repeat, (n_ctx - 1) // 2))
     param = next(hf_model.parameters())
-    arch = getattr(cfg, "architecture", None) or (hf_model.config.architectures or ["?"])[0]
+    hf_archs = getattr(getattr(hf_model, "config", None), "architectures", None)
+    arch = getattr(cfg, "architecture", None) or (hf_archs or ["?"])[0]
+    if name is None:
+        name = str(getattr(cfg, "model_name", None) or type(hf_model).__name__)
     n_heads = int(cfg.n_heads)
-    return ModelInfo(
+    return cls(
         name=name,
         source=source,
         path=path,
@@ -779,7 +835,7 @@ def _model_info(bridge, name: str, source: str, path: str | None, card: dict | N
         d_head=int(cfg.d_head),
         vocab_size=n_vocab,
         n_ctx=n_ctx,
-        bos_token_id=tok.bos_token_id,
+        bos_token_id=bos,
         special_token_ids=specials,
         ordinary_token_range=token_range,
         default_repeat_len=repeat,

@@ -123,7 +123,7 @@ def ranked_bar(df, score: str = "induction", top: int = 20, title: str | None = 
         }
     fig = go.Figure(go.Bar(x=labels, y=best[score].to_list(), error_y=error))
     if score == "induction":
-        from induction.scores import INDUCTION_THRESHOLD
+        from induction import INDUCTION_THRESHOLD
 
         fig.add_hline(
             y=INDUCTION_THRESHOLD,

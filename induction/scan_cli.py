@@ -42,6 +42,14 @@ def scan(
     scores: Annotated[
         str, typer.Option("--scores", help="Comma-separated scores to compute.")
     ] = _ALL_SCORES,
+    rank_by: Annotated[
+        str | None,
+        typer.Option(
+            "--rank-by",
+            help="Score the rank column, the table and the figures follow (one of --scores; "
+            "default: induction, else the first score).",
+        ),
+    ] = None,
     convention: Annotated[
         str,
         typer.Option(
@@ -80,16 +88,17 @@ def scan(
         int | None,
         typer.Option(
             "--threads",
-            help="CPU threads for torch (default: 1 for zoo models, whose tiny matrices gain "
-            "nothing from more, else torch's; 1 is far faster on a busy machine).",
+            help="CPU threads for torch (default: $INDUCTION_THREADS, else 1 for zoo-vocabulary "
+            "models on CPU, whose tiny matrices gain nothing from more, else torch's).",
         ),
     ] = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Score every attention head on repeated random tokens and rank the induction heads."""
-    from induction.scores import check_scores
+    from induction.score_names import check_rank_by, check_scores
 
     names = check_scores(scores)
+    rank_by = check_rank_by(rank_by, names)
     seed_list = _parse_seeds(seeds)
     if batch <= 0:
         raise InputError(f"batch must be a positive integer, got {batch}")
@@ -102,22 +111,18 @@ def scan(
     band = _parse_range(token_range) if token_range else None
     _check_outputs(model, out, plot, bar)
 
-    import torch
-
-    from induction.io import claim_outputs, write_table, wrote
+    from induction.io import claim_outputs, wrote
 
     with claim_outputs([out, plot, bar]):  # held for the whole run: one writer per output
         from induction.loading import load_model
 
-        if threads is not None:
-            torch.set_num_threads(threads)
-        loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
-        if threads is None and loaded.info.source == "zoo" and loaded.info.device.startswith("cpu"):
-            torch.set_num_threads(1)
+        loaded = load_model(
+            model, device=device, dtype=dtype, trust_remote_code=trust_remote_code, threads=threads
+        )
         layer_list = _parse_layers(layers, loaded.info.n_layers) if layers else None
-        from induction.scores import induction_scores
+        from induction.scan import scan as run_scan
 
-        df = induction_scores(
+        result = run_scan(
             loaded,
             seq_len=seq_len,
             batch=batch,
@@ -130,19 +135,19 @@ def scan(
             loss=loss,
             chunk=chunk,
             progress=True,
+            rank_by=rank_by,
         )
+        df = result.to_frame()
         _print_report(df, loaded, top)
         if out is not None:
-            write_table(df, out)
+            result.save(out)
             typer.echo(wrote(out), err=True)
-        rank_by = df.attrs["rank_by"]
         for path, kind in ((plot, "heatmap"), (bar, "bar")):
             if path is None:
                 continue
             from induction import plots
 
-            fig = plots.heatmap(df, rank_by) if kind == "heatmap" else plots.ranked_bar(df, rank_by)
-            note = plots.save_figure(fig, path)
+            note = plots.save_figure(result.plot(kind), path)
             typer.echo(f"note: {note}" if note else wrote(path), err=True)
 
 
@@ -202,7 +207,7 @@ def _print_report(df, loaded, top: int) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from induction.scores import INDUCTION_THRESHOLD
+    from induction import INDUCTION_THRESHOLD
 
     a = df.attrs
     console = Console()

@@ -51,6 +51,18 @@ def test_scan_parquet_subset_of_scores_and_tl_convention(tiny_llama_dir, tmp_pat
     assert "convention tl_mul" in result.stdout
 
 
+def test_rank_by_any_score(tiny_llama_dir, tmp_path):
+    out = tmp_path / "s.csv"
+    result = scan(
+        tiny_llama_dir, "--seq-len", 6, "--batch", 2, "--seeds", 2, "--no-loss", "--top", 2,
+        "--scores", "induction,previous_token", "--rank-by", "previous_token", "--out", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "heads of" in result.stdout and "by previous_token" in result.stdout
+    df = pd.read_csv(out)
+    assert df.loc[df["rank"] == 1, "previous_token"].item() == df.previous_token.max()
+
+
 def test_png_is_written_or_skipped_with_a_note(tiny_llama_dir, tmp_path):
     png = tmp_path / "h.png"
     result = scan(
@@ -74,6 +86,8 @@ def test_png_is_written_or_skipped_with_a_note(tiny_llama_dir, tmp_path):
         (["--out", "x.xlsx"], ["unknown suffix"]),
         (["--token-range", "5"], ["--token-range"]),
         (["--threads", 0], ["--threads must be >= 1"]),
+        (["--rank-by", "copying", "--scores", "induction"], ["not among the computed scores"]),
+        (["--rank-by", "bogus"], ["cannot rank by 'bogus'"]),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(tiny_llama_dir, args, fragments, one_line_error):

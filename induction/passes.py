@@ -1,0 +1,82 @@
+"""Run the prompts through the bridge in passes, with the stripe hooks and/or the loss.
+
+:func:`run_passes` is the only place that calls the model during a scan. Without logits the
+pass stops at the last scored layer's attention pattern (see :class:`induction.stripe.StripeHook`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from induction.chunking import auto_chunk, check_chunk, row_slices
+from induction.loss import mean_nll
+from induction.progress import Progress
+from induction.prompts import RepeatedPrompts
+from induction.stripe import StripeHook, plan_pairs
+
+if TYPE_CHECKING:
+    from jaxtyping import Float
+    from torch import Tensor
+
+
+@dataclass
+class PassOutput:
+    """What the passes measured, on the CPU, one row per prompt."""
+
+    attention: Float[Tensor, "row layer head score"] | None  # None without attention scores
+    loss: Float[Tensor, "row 2"] | None  # first-copy and repeat loss; None unless asked
+
+
+def run_passes(
+    bridge: Any,
+    prompts: RepeatedPrompts,
+    attn_names: Sequence[str],
+    convention: str,
+    layers: list[int],
+    device: torch.device,
+    chunk: int | None,
+    want_loss: bool,
+    bar: Progress | None = None,
+) -> PassOutput:
+    """Scores ``attn_names`` at ``layers`` (and the loss when ``want_loss``) for every prompt."""
+    tokens = prompts.tokens
+    n_rows = tokens.shape[0]
+    chunk = check_chunk(chunk)
+    if chunk is None:
+        chunk = auto_chunk(bridge.cfg, prompts, device, want_loss)
+
+    stripe = None
+    hooks: list = []
+    if attn_names:
+        plan = plan_pairs(prompts.layout, attn_names, convention)
+        stripe = StripeHook(plan, n_rows, len(layers), int(bridge.cfg.n_heads), device)
+        hooks = stripe.fwd_hooks(layers, stop_at_last=not want_loss)
+
+    loss_rows = torch.zeros(n_rows, 2, device=device) if want_loss else None
+    first_pos, rep_pos = prompts.layout.repeat_targets()
+    first_pos, rep_pos = first_pos.to(device), rep_pos.to(device)
+
+    slices = row_slices(n_rows, chunk)
+    advance = bar.task(len(slices), "scanning heads") if bar is not None else None
+    with torch.inference_mode(), bridge.hooks(fwd_hooks=hooks):
+        for rows in slices:
+            if stripe is not None:
+                stripe.rows = rows
+            x = tokens[rows].to(device, non_blocking=True)
+            if want_loss:
+                logits = bridge(x, return_type="logits")
+                loss_rows[rows, 0] = mean_nll(logits, x, first_pos)
+                loss_rows[rows, 1] = mean_nll(logits, x, rep_pos)
+                del logits
+            else:
+                bridge(x, return_type=None)
+            if advance is not None:
+                advance()
+    return PassOutput(
+        attention=stripe.out.cpu() if stripe is not None else None,
+        loss=loss_rows.cpu() if loss_rows is not None else None,
+    )

@@ -1,0 +1,53 @@
+"""The scores a scan can compute, their conventions, and validation of the names.
+
+Definitions of the attention scores are in :meth:`induction.prompts.PromptLayout.pairs`;
+``copying`` is in :mod:`induction.copying`. Import-light (no torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from induction.errors import InputError
+
+SCORES = ("induction", "prefix_matching", "duplicate_token", "previous_token", "copying")
+#: Scores read from attention patterns (the rest come from the weights).
+ATTENTION_SCORES = SCORES[:4]
+CONVENTIONS = ("stripe", "tl_mul")
+#: Scores that ``convention="tl_mul"`` computes TransformerLens's way.
+TL_SCORES = ("induction", "duplicate_token", "previous_token")
+DEFAULT_SEEDS = (0, 1, 2)
+DEFAULT_COPYING_TOKENS = 512
+
+
+def check_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
+    """Validated, de-duplicated score names in canonical order."""
+    names = [s.strip() for s in scores.split(",")] if isinstance(scores, str) else list(scores)
+    names = [n for n in names if n]
+    unknown = [n for n in names if n not in SCORES]
+    if unknown:
+        raise InputError(f"unknown score {unknown[0]!r}; choose from {', '.join(SCORES)}")
+    if not names:
+        raise InputError(f"no scores requested; choose from {', '.join(SCORES)}")
+    return tuple(s for s in SCORES if s in names)
+
+
+def check_convention(convention: str) -> str:
+    if convention not in CONVENTIONS:
+        raise InputError(f"unknown convention {convention!r}; choose stripe or tl_mul")
+    return convention
+
+
+def check_rank_by(rank_by: str | None, names: Sequence[str]) -> str:
+    """The score the ``rank`` column follows: ``rank_by`` (one of ``names``), else
+    ``induction`` when computed, else the first of ``names``."""
+    if rank_by is None:
+        return "induction" if "induction" in names else names[0]
+    rank_by = rank_by.strip()
+    if rank_by not in SCORES:
+        raise InputError(f"cannot rank by {rank_by!r}; choose from {', '.join(names)}")
+    if rank_by not in names:
+        raise InputError(
+            f"cannot rank by {rank_by!r}: it is not among the computed scores ({', '.join(names)})"
+        )
+    return rank_by
