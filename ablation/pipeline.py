@@ -60,10 +60,8 @@ class AblationResult:
 
     @property
     def title(self) -> str:
-        return (
-            f"induction ablate {self.model} --suite {self.suite}: "
-            f"{self.plan.selection}, {self.config.mode}"
-        )
+        source = f"--lm-eval {self.suite[8:]}" if self.config.lm_eval else f"--suite {self.suite}"
+        return f"induction ablate {self.model} {source}: {self.plan.selection}, {self.config.mode}"
 
     def to_frame(self) -> pd.DataFrame:
         return self.report.copy()
@@ -118,6 +116,8 @@ def ablate(
     cfg = (config or AblationConfig()).with_(**overrides) if overrides else config
     cfg = cfg or AblationConfig()
     say = log or (lambda _msg: None)
+    if cfg.lm_eval is not None:
+        return _ablate_lm_eval(model, cfg, device, dtype, scores, progress, say)
     if cfg.suite is not None and cfg.suite not in SUITES:
         suite_path = Path(cfg.suite)
         if not (cfg.suite.endswith(".jsonl") or suite_path.is_file()):
@@ -178,6 +178,60 @@ def ablate(
         plan=plan,
         run=run,
         report=report,
+        meta=meta,
+    )
+
+
+def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, say) -> AblationResult:
+    """:func:`ablate` on lm-evaluation-harness tasks (:mod:`ablation.lm_eval_backend`): the
+    same head plan, controls, cache and report; the harness's prompts, filters and metrics."""
+    from ablation import lm_eval_backend as backend
+    from ablation.engine import ResultCache
+    from ablation.report import build_report
+    from ablation.run import default_cache_path, plan_heads
+
+    suite = backend.prepare(cfg)  # unknown tasks / unreachable datasets fail before loading
+    loaded = _loaded(model, device, dtype)
+    backend.check_readable(suite, loaded.tokenizer)
+    cache_path = default_cache_path(loaded) if cfg.cache else None
+    plan = plan_heads(
+        loaded,
+        frac=cfg.frac,
+        score=cfg.score,
+        heads=cfg.heads,
+        n_controls=cfg.controls,
+        seed=cfg.seed,
+        match_layers=cfg.match_layers,
+        tied=cfg.tied,
+        scores=scores,
+        cache_dir=None if cache_path is None else cache_path.parent,
+    )
+    label = "lm-eval " + ",".join(suite.names)
+    say(
+        f"{loaded.info.name}: {plan.selection}; ablating {heads_text(plan.target)} "
+        f"({cfg.mode}); {len(plan.controls)} random controls; {label}, "
+        f"{len({t.name for t in suite.tasks})} tasks x {cfg.prompt_seeds} prompt seed(s)"
+    )
+    run = backend.run_lm_eval(
+        loaded,
+        suite,
+        plan,
+        mode=cfg.mode,
+        mean_over=cfg.mean_over,
+        batch_size=cfg.batch,
+        cache=ResultCache(cache_path),
+        progress=progress,
+    )
+    if run.cached:
+        say(f"reused {run.cached} cached result(s) from {cache_path} (--no-cache recomputes)")
+    meta = {**run.meta, "suite": label, "config": cfg.to_dict(), "cached_results": run.cached}
+    return AblationResult(
+        model=loaded.info.name,
+        config=cfg,
+        suite=label,
+        plan=plan,
+        run=run,
+        report=build_report(run),
         meta=meta,
     )
 

@@ -78,7 +78,8 @@ def build_report(run) -> pd.DataFrame:
     gen_ctrl: list[list[float]] = [[] for _ in range(n_controls)]
     for name, group in by_name.items():
         first = group[0]
-        metric_list = [(first.metric, first.higher_is_better)]
+        metric_list = list(getattr(first, "metrics", None) or [])  # lm-eval: all metrics
+        metric_list = metric_list or [(first.metric, first.higher_is_better)]
         if isinstance(first, DistTask):
             metric_list.append(("acc", get_metric("acc").higher_is_better))
         for metric, hib in metric_list:
@@ -101,7 +102,8 @@ def build_report(run) -> pd.DataFrame:
             )
             mean, std, z = _stats(drop, ctrl)
             n = len(diffs)
-            se = float(np.nanstd(diffs, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+            finite = int(np.isfinite(diffs).sum()) if n else 0  # lm-eval: NaN if not numbers
+            se = float(np.nanstd(diffs, ddof=1) / math.sqrt(n)) if finite > 1 else math.nan
             seed_std = float(np.std(drops, ddof=1)) if len(drops) > 1 else math.nan
             rows.append(
                 {
@@ -122,13 +124,17 @@ def build_report(run) -> pd.DataFrame:
                     "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
                 }
             )
-            if not isinstance(first, DistTask):
+            in_mean = getattr(first, "in_mean", not isinstance(first, DistTask))
+            if metric == first.metric and in_mean:
                 gen["clean"].append(float(np.mean(cleans)))
                 gen["ablated"].append(float(np.mean(abls)))
                 gen["drop"].append(drop)
                 for j, c in enumerate(ctrl):
                     gen_ctrl[j].append(c)
     if gen["drop"]:
+        lm_eval = all(getattr(t, "metrics", None) for t in run.tasks)  # harness metric names
+        named = dict.fromkeys(t.metric for t in run.tasks if getattr(t, "in_mean", False))
+        mean_metric = "/".join(named) if lm_eval else "f1/em"
         drop = float(np.mean(gen["drop"]))
         ctrl = [float(np.mean(c)) for c in gen_ctrl]
         mean, std, z = _stats(drop, ctrl)
@@ -136,7 +142,7 @@ def build_report(run) -> pd.DataFrame:
             {
                 "task": "MEAN",
                 "group": "generation tasks",
-                "metric": "f1/em",
+                "metric": mean_metric,
                 "n": len(gen["drop"]),
                 "seeds": max(len(g) for g in by_name.values()),
                 "clean": float(np.mean(gen["clean"])),
