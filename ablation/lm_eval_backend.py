@@ -407,10 +407,11 @@ def _version() -> str:
 
 @contextlib.contextmanager
 def _quiet():
-    """The harness's INFO logging and per-task progress bars off while it runs for us."""
+    """The harness's logging (below errors: its notes on defaults it fills in) and per-task
+    progress bars off while it runs for us."""
     logger = logging.getLogger("lm_eval")
     level = logger.level
-    logger.setLevel(logging.WARNING)
+    logger.setLevel(logging.ERROR)
     patched = []
     for module_name in ("lm_eval.api.task",):
         module = importlib.import_module(module_name)
