@@ -166,8 +166,8 @@ def _data_folder(tm, name: str) -> Path | None:
     if entry is None:
         return _entry_folder(Path(name), None) if Path(name).is_file() else None
     members = [entry]
-    if entry.yaml_path is None or name in {t for e in index.values() for t in e.tags}:
-        members = [e for e in index.values() if name in e.tags] or members
+    if getattr(entry.kind, "name", "") == "TAG":  # a tag entry lists its member tasks
+        members = [index[t] for t in entry.tags if t in index]
     listed = (entry.cfg or {}).get("task") if isinstance(entry.cfg, dict) else None
     if isinstance(listed, list):  # a group: its member task names
         members += [index[t] for t in listed if isinstance(t, str) and t in index]
@@ -407,8 +407,8 @@ def _version() -> str:
 
 @contextlib.contextmanager
 def _quiet():
-    """The harness's logging (below errors: its notes on defaults it fills in) and per-task
-    progress bars off while it runs for us."""
+    """The harness's logging (below errors: its notes on defaults it fills in), its per-task
+    progress bars and those of ``datasets`` off while it runs for us."""
     logger = logging.getLogger("lm_eval")
     level = logger.level
     logger.setLevel(logging.ERROR)
@@ -419,9 +419,15 @@ def _quiet():
         if original is not None:
             module.tqdm = _silent_tqdm(original)
             patched.append((module, original))
+    import datasets
+
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # "Generating test split" while loading local files
     try:
         yield
     finally:
+        if bars:
+            datasets.enable_progress_bars()
         logger.setLevel(level)
         for module, original in patched:
             module.tqdm = original
