@@ -257,3 +257,62 @@ def test_english_task_refused_on_zoo_vocabulary(one_line_error):
         "en_capitals",
         "unknown tokens",
     )
+
+
+# ---------------------------------------------------------------- SmolLM2
+@pytest.mark.slow
+def test_smollm2_english_tasks_and_user_jsonl_equivalence(smollm2_folder, tmp_path):
+    """SmolLM2 on the shipped English configs, and a ``--suite file.jsonl`` user task against
+    the same prompts as an lm-eval ``generate_until`` config: the same answers and scores
+    (the harness's ``exact_match`` with ``ignore_case``/``ignore_punctuation`` against the
+    engine's SQuAD-normalised ``em``; capitals carry no articles)."""
+    needs_lm_eval()
+    from ablation import ablate as api_ablate
+    from induction.loading import load_model
+
+    loaded = load_model(str(smollm2_folder), device="cpu")
+    common = dict(n_items=8, controls=1, frac=0.05, cache=False, batch=8)
+    res = api_ablate(
+        loaded,
+        AblationConfig(lm_eval=("induction_en",), lm_eval_include=TASKS_DIR, **common),
+        progress=False,
+    )
+    rows = res.report.set_index("task")
+    assert rows.loc["en_capitals", "metric"] == "exact_match"
+    assert rows.loc["en_capitals", "clean"] >= 0.5  # a capital SmolLM2 knows
+    assert rows.loc["en_capitals_mc", "clean"] >= 0.5
+    # the same items both ways
+    user = tmp_path / "capitals.jsonl"
+    lines = [json.loads(x) for x in (TASKS_DIR / "en_capitals.jsonl").read_text().splitlines()]
+    user.write_text("".join(json.dumps({"input": x["prompt"].rsplit("Q: ", 1)[1][:-3],
+                                        "output": x["answer"]}) + "\n" for x in lines))  # fmt: skip
+    engine_run = api_ablate(loaded, AblationConfig(suite=str(user), shots=4, **common),
+                            progress=False)  # fmt: skip
+    (task,) = engine_run.tasks
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "items.jsonl").write_text(
+        "".join(
+            json.dumps({"prompt": it.prompt, "answer": it.golds[0]}) + "\n" for it in task.items
+        )  # fmt: skip
+    )
+    (folder / "items.yaml").write_text(
+        (TASKS_DIR / "en_capitals.yaml")
+        .read_text()
+        .replace("task: en_capitals", "task: items")
+        .replace("test: en_capitals.jsonl", "test: items.jsonl")
+        .replace("max_gen_toks: 8", f"max_gen_toks: {task.max_new_tokens}")
+    )
+    harness_run = api_ablate(
+        loaded,
+        AblationConfig(lm_eval=("items",), lm_eval_include=folder, **{**common, "n_items": None}),
+        progress=False,
+    )
+    assert harness_run.plan.target == engine_run.plan.target
+    engine_res, harness_res = (
+        engine_run.run.results["capitals@0"],
+        harness_run.run.results["items@0"],
+    )
+    for label in engine_res:
+        assert harness_res[label].predictions == engine_res[label].predictions, label
+        assert harness_res[label].items["exact_match"] == engine_res[label].items["em"], label
