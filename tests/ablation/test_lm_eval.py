@@ -268,14 +268,17 @@ def test_smollm2_english_tasks_and_user_jsonl_equivalence(smollm2_folder, tmp_pa
     engine's SQuAD-normalised ``em``; capitals carry no articles)."""
     needs_lm_eval()
     from ablation import ablate as api_ablate
+    from ablation.run import compute_scores
     from induction.loading import load_model
 
     loaded = load_model(str(smollm2_folder), device="cpu")
     common = dict(n_items=8, controls=1, frac=0.05, cache=False, batch=8)
+    scores = compute_scores(loaded)  # one detector scan for the three runs
     res = api_ablate(
         loaded,
         AblationConfig(lm_eval=("induction_en",), lm_eval_include=TASKS_DIR, **common),
         progress=False,
+        scores=scores,
     )
     rows = res.report.set_index("task")
     assert rows.loc["en_capitals", "metric"] == "exact_match"
@@ -287,7 +290,7 @@ def test_smollm2_english_tasks_and_user_jsonl_equivalence(smollm2_folder, tmp_pa
     user.write_text("".join(json.dumps({"input": x["prompt"].rsplit("Q: ", 1)[1][:-3],
                                         "output": x["answer"]}) + "\n" for x in lines))  # fmt: skip
     engine_run = api_ablate(loaded, AblationConfig(suite=str(user), shots=4, **common),
-                            progress=False)  # fmt: skip
+                            progress=False, scores=scores)  # fmt: skip
     (task,) = engine_run.tasks
     folder = tmp_path / "tasks"
     folder.mkdir()
@@ -307,6 +310,7 @@ def test_smollm2_english_tasks_and_user_jsonl_equivalence(smollm2_folder, tmp_pa
         loaded,
         AblationConfig(lm_eval=("items",), lm_eval_include=folder, **{**common, "n_items": None}),
         progress=False,
+        scores=scores,
     )
     assert harness_run.plan.target == engine_run.plan.target
     engine_res, harness_res = (
