@@ -117,6 +117,20 @@ def ablate(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Neither read nor write the resume cache.")
     ] = False,
+    lm_eval: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--lm-eval",
+            help="lm-evaluation-harness tasks (names, tags or YAML files; comma-separated or "
+            "repeated) instead of --suite; needs the [lm-eval] extra. See docs/lm-eval.md.",
+        ),
+    ] = None,
+    lm_eval_include: Annotated[
+        Path | None,
+        typer.Option(
+            "--lm-eval-include", help="Folder of local lm-eval task configs, searched first."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Ablate the top --frac heads by induction score and report few-shot drops per task
@@ -153,7 +167,13 @@ def ablate(
         data_dir=data_dir,
         hub=hub,
         cache=not no_cache,
+        lm_eval=tuple(lm_eval) if lm_eval else None,
+        lm_eval_include=lm_eval_include,
     )
+    if lm_eval:
+        from ablation.lm_eval_backend import require_lm_eval
+
+        require_lm_eval()
     for path, flag in ((out, "--out"), (plot, "--plot")):
         if path is not None and path.is_dir():
             raise InputError(f"{flag} {path} is a folder; pass a file path")

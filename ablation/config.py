@@ -27,6 +27,10 @@ class AblationConfig:
     ``suite=None`` takes the model's default (``zoo`` for the zoo vocabulary, else ``words``).
     ``max_prompt_tokens=None`` takes :func:`prompt_budget` of the model: a zoo model's
     training length, else its context capped at :data:`MAX_PROMPT_TOKENS`.
+    ``lm_eval`` (lm-evaluation-harness task, group or tag names, or task YAML paths) runs
+    those tasks instead of a suite, looking in the ``lm_eval_include`` folder of task configs
+    first (``docs/lm-eval.md``); ``n_items`` is then the harness's ``limit`` and ``shots`` its
+    ``num_fewshot``.
     """
 
     frac: float = 0.2
@@ -48,8 +52,17 @@ class AblationConfig:
     data_dir: Path | None = None
     hub: bool = False
     cache: bool = True
+    lm_eval: tuple[str, ...] | None = None
+    lm_eval_include: Path | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.lm_eval, str | list | tuple):  # "a,b", ["a", "b"]: ("a", "b")
+            given = [self.lm_eval] if isinstance(self.lm_eval, str) else list(self.lm_eval)
+            if all(isinstance(n, str) for n in given):
+                names = (p.strip() for n in given for p in n.split(","))
+                object.__setattr__(self, "lm_eval", tuple(n for n in names if n))
+        if isinstance(self.lm_eval_include, str):
+            object.__setattr__(self, "lm_eval_include", Path(self.lm_eval_include))
         self.validate()
 
     def validate(self) -> None:
@@ -77,6 +90,15 @@ class AblationConfig:
                 raise InputError(f"{flag} must be an integer >= {low}, got {value!r}")
         if isinstance(self.frac, float) and math.isnan(self.frac):
             raise InputError("--frac is NaN; e.g. --frac 0.2")
+        if self.lm_eval is not None:
+            if not self.lm_eval or not all(isinstance(n, str) and n for n in self.lm_eval):
+                raise InputError(
+                    "lm_eval must be a tuple of task names, e.g. lm_eval=('zoo_lookup',)"
+                )
+            if self.suite is not None:
+                raise InputError("--suite and --lm-eval exclude each other; drop one")
+        elif self.lm_eval_include is not None:
+            raise InputError("--lm-eval-include needs --lm-eval TASKS")
 
     def with_(self, **changes) -> AblationConfig:
         """A copy with ``changes`` applied (validated)."""
@@ -89,6 +111,8 @@ class AblationConfig:
         d = asdict(self)
         d["data_dir"] = None if self.data_dir is None else str(self.data_dir)
         d["tasks"] = None if self.tasks is None else list(self.tasks)
+        d["lm_eval"] = None if self.lm_eval is None else list(self.lm_eval)
+        d["lm_eval_include"] = None if self.lm_eval_include is None else str(self.lm_eval_include)
         return d
 
 

@@ -244,9 +244,11 @@ class Engine:
         stop: Sequence[str] = ("\n",),
         suspects: torch.Tensor | None = None,
         ablation: HeadAblation | None = None,
+        raw: bool = False,
     ) -> list[str]:
         """Greedy-decode a left-padded batch; returns each row's answer text (cut before the
-        first stop string, stripped)."""
+        first stop string, stripped), or with ``raw`` the whole decoded continuation (EOS
+        dropped, neither cut nor stripped: the lm-eval adapter applies the harness's rules)."""
         ids, mask = ids.to(self.device), mask.to(self.device)
         if suspects is None:
             suspects = self._suspects(stop)
@@ -294,6 +296,9 @@ class Engine:
         for row in gen:
             row = [t for t in row if t not in self.eos_ids]
             text = self.tok.decode(row, skip_special_tokens=True)
+            if raw:
+                answers.append(text)
+                continue
             cut = min((text.find(s) for s in stop if s and s in text), default=len(text))
             answers.append(text[:cut].strip())
         return answers

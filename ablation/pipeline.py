@@ -61,10 +61,8 @@ class AblationResult:
 
     @property
     def title(self) -> str:
-        return (
-            f"induction ablate {self.model} --suite {self.suite}: "
-            f"{self.plan.selection}, {self.config.mode}"
-        )
+        source = f"--lm-eval {self.suite[8:]}" if self.config.lm_eval else f"--suite {self.suite}"
+        return f"induction ablate {self.model} {source}: {self.plan.selection}, {self.config.mode}"
 
     def to_frame(self) -> pd.DataFrame:
         return self.report.copy()
@@ -120,6 +118,8 @@ def ablate(
     cfg = (config or AblationConfig()).with_(**overrides) if overrides else config
     cfg = cfg or AblationConfig()
     say = log or (lambda _msg: None)
+    if cfg.lm_eval is not None:
+        return _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log)
     if cfg.suite is not None and cfg.suite not in SUITES:
         suite_path = Path(cfg.suite)
         if not (cfg.suite.endswith(".jsonl") or suite_path.is_file()):
@@ -169,9 +169,7 @@ def ablate(
     )
     if silent["note"]:
         say(f"note: {silent['note']}")
-    if run.cached:  # announced even without ``log``: a cache must never serve silently
-        notice = log or (lambda msg: print(msg, file=sys.stderr))
-        notice(f"reusing {run.cached} cached result(s) from {cache_path} (--no-cache recomputes)")
+    announce_reuse(log, run.cached, cache_path)
     from ablation.report import build_report
 
     report = build_report(run)
@@ -222,6 +220,60 @@ def silent_targets(loaded, plan, seed: int = 0) -> dict:
     }
 
 
+def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log) -> AblationResult:
+    """:func:`ablate` on lm-evaluation-harness tasks (:mod:`ablation.lm_eval_backend`): the
+    same head plan, controls, cache and report; the harness's prompts, filters and metrics."""
+    from ablation import lm_eval_backend as backend
+    from ablation.engine import ResultCache
+    from ablation.report import build_report
+    from ablation.run import default_cache_path, plan_heads
+
+    say = log or (lambda _msg: None)
+    suite = backend.prepare(cfg)  # unknown tasks / unreachable datasets fail before loading
+    loaded = _loaded(model, device, dtype)
+    backend.check_readable(suite, loaded.tokenizer)
+    cache_path = default_cache_path(loaded) if cfg.cache else None
+    plan = plan_heads(
+        loaded,
+        frac=cfg.frac,
+        score=cfg.score,
+        heads=cfg.heads,
+        n_controls=cfg.controls,
+        seed=cfg.seed,
+        match_layers=cfg.match_layers,
+        tied=cfg.tied,
+        scores=scores,
+        cache_dir=None if cache_path is None else cache_path.parent,
+    )
+    label = "lm-eval " + ",".join(suite.names)
+    say(
+        f"{loaded.info.name}: {plan.selection}; ablating {heads_text(plan.target)} "
+        f"({cfg.mode}); {len(plan.controls)} random controls; {label}, "
+        f"{len({t.name for t in suite.tasks})} tasks x {cfg.prompt_seeds} prompt seed(s)"
+    )
+    run = backend.run_lm_eval(
+        loaded,
+        suite,
+        plan,
+        mode=cfg.mode,
+        mean_over=cfg.mean_over,
+        batch_size=cfg.batch,
+        cache=ResultCache(cache_path),
+        progress=progress,
+    )
+    announce_reuse(log, run.cached, cache_path)
+    meta = {**run.meta, "suite": label, "config": cfg.to_dict(), "cached_results": run.cached}
+    return AblationResult(
+        model=loaded.info.name,
+        config=cfg,
+        suite=label,
+        plan=plan,
+        run=run,
+        report=build_report(run),
+        meta=meta,
+    )
+
+
 def build_tasks(cfg: AblationConfig, suite: str, loaded: LoadedModel | None = None) -> list[Task]:
     """The suite's tasks for every prompt seed (``seed``, ``seed + 1``, ...); generated
     suites need the model (its tokenizer and prompt budget)."""
@@ -270,6 +322,14 @@ def check_readable(tasks: list[Task], tokenizer, suite: str) -> None:
             "vocabulary, so its scores would mean nothing; pick a suite in the model's "
             "vocabulary (zoo models: --suite zoo)"
         )
+
+
+def announce_reuse(log, n: int, cache_path) -> None:
+    """Say that ``n`` results come from the resume cache: through ``log``, else on stderr
+    (a cache must never serve silently)."""
+    if n:
+        notice = log or (lambda msg: print(msg, file=sys.stderr))
+        notice(f"reusing {n} cached result(s) from {cache_path} (--no-cache recomputes)")
 
 
 def heads_text(heads, limit: int = 12) -> str:

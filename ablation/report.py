@@ -73,7 +73,8 @@ def build_report(run) -> pd.DataFrame:
     measured: list[dict] = []  # generation tasks that enter the mean (not positive controls)
     for name, group in by_name.items():
         first = group[0]
-        metric_list = [(first.metric, first.higher_is_better)]
+        metric_list = list(getattr(first, "metrics", None) or [])  # lm-eval: all metrics
+        metric_list = metric_list or [(first.metric, first.higher_is_better)]
         if isinstance(first, DistTask):
             metric_list.append(("acc", get_metric("acc").higher_is_better))
         for metric, hib in metric_list:
@@ -96,7 +97,8 @@ def build_report(run) -> pd.DataFrame:
             )
             mean, std, z = _stats(drop, ctrl)
             n = len(diffs)
-            se = float(np.nanstd(diffs, ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+            finite = int(np.isfinite(diffs).sum()) if n else 0  # lm-eval: NaN if not numbers
+            se = float(np.nanstd(diffs, ddof=1) / math.sqrt(n)) if finite > 1 else math.nan
             seed_std = float(np.std(drops, ddof=1)) if len(drops) > 1 else math.nan
             rows.append(
                 {
@@ -118,7 +120,8 @@ def build_report(run) -> pd.DataFrame:
                 }
             )
             rows[-1]["positive_control"] = bool(getattr(first, "positive_control", False))
-            if not isinstance(first, DistTask) and not rows[-1]["positive_control"]:
+            in_mean = getattr(first, "in_mean", not isinstance(first, DistTask))
+            if metric == first.metric and in_mean and not rows[-1]["positive_control"]:
                 measured.append({**rows[-1], "_ctrl": ctrl})
     groups = list(dict.fromkeys(r["group"] for r in measured))
     if len(groups) > 1:
