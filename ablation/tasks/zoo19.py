@@ -251,12 +251,14 @@ def math_mul(rng: np.random.Generator) -> Unit:
 
 def math_two_step(rng: np.random.Generator) -> Unit:
     """``P : A O , P gets B , P loses C ; ? O :`` (the two steps in random order) ->
-    A + B - C (MultiArith / SingleEq); answer uniform over 1-9, operands 1-9, A >= C."""
-    ans = int(rng.integers(1, 10))
+    A + B - C (MultiArith / SingleEq); answer uniform over 2-10, operands 1-9 uniform over
+    the solutions with A > C and B != C (else the answer would often be the first number or
+    the gain: steps that cancel, a loss of everything had)."""
+    ans = int(rng.integers(2, 11))
     while True:
         a, b = (int(x) for x in rng.integers(1, 10, size=2))
         c = a + b - ans
-        if 1 <= c <= 9 and a >= c:
+        if 1 <= c <= 9 and a > c and b != c:
             break
     p, o = _who(rng, 2)
     steps = [f"{p} {GETS} {b}", f"{p} {LOSES} {c}"]
@@ -264,7 +266,7 @@ def math_two_step(rng: np.random.Generator) -> Unit:
         steps.reverse()
     nums = [a] + ([b, c] if steps[0].endswith(f"{GETS} {b}") else [c, b])
     q = f"{p} : {a} {o} , {steps[0]} , {steps[1]} ; ? {o} :"
-    return Unit(q, _spell(ans), "|", {"range": list(range(1, 10)), "numbers": nums})
+    return Unit(q, _spell(ans), "|", {"range": list(range(2, 11)), "numbers": nums})
 
 
 def math_compare(rng: np.random.Generator) -> Unit:
@@ -404,7 +406,7 @@ SPECS: list[TaskSpec] = [
     ),  # fmt: skip
     _spec("math_compare", _M, "digits", f"P : 7 O , Q : 3 O ; P {MORE} Q ? : {{y}} |", 4, 3),
     _spec(
-        "math_distractor", _M, "digits", f"P : 4 O , P : 6 O2 , P {GETS} 3 O ; ? O : {{y}} |", 4, 3
+        "math_distractor", _M, "digits", f"P : 4 O , P : 6 O2 , P {GETS} 3 O ; ? O : {{y}} |", 3, 3
     ),  # fmt: skip
     _spec("prim_math_depth0", _P, "em", "a : 3 , b : 7 , {x} : ? {y} |", 3),
     _spec("prim_math_depth1", _P, "em", "a : 3 , b : 7 , c : a , {x} : ? {y} |", 3),
@@ -479,6 +481,7 @@ def load(
     names=None,
 ) -> list[GenTask]:
     """The suite's tasks (all, or ``names``), deterministic for ``seed``; ``shots`` of
-    ``None`` takes each task's default (closed-book 8, open-book 2, math 4, primitives 3,
-    lookup 12 pairs), fewer when the prompt must shrink to ``max_tokens``."""
+    ``None`` takes each task's default (closed-book 8, open-book 2, math 4 (3 for
+    ``math_distractor``), primitives 3, lookup 12 pairs), fewer when the prompt must shrink
+    to ``max_tokens``."""
     return [build(name, n_items, shots, seed, max_tokens) for name in names or TASKS]
