@@ -6,6 +6,8 @@
 - :func:`token_f1` is the SQuAD token F1 of the bags of normalised tokens, maximised over the
   gold answers; two empty answers score 1, one empty answer scores 0 (SQuAD v2 convention).
 - :func:`exact_match` compares normalised strings, maximised over the gold answers.
+- :func:`digits_match` is exact match of a number spelled as space-separated digit tokens
+  (the zoo's ``1 2`` for 12), which :func:`number_match` would read as two numbers.
 - :func:`tvd` is the total variation distance ½Σ|p − q| (RegBench's reference code sums
   |p − q|, twice this value); :func:`distribution_scores` scores a next-symbol distribution
   against the uniform distribution over the valid next symbols (RegBench, Akyürek et al. 2024).
@@ -89,6 +91,27 @@ def number_match(prediction: str, golds: str | Iterable[str]) -> float:
     return float(any(pred == final_number(g) for g in _as_golds(golds)))
 
 
+def spelled_number(text: str) -> str | None:
+    """The first run of single-digit tokens in ``text`` read as one number (``"1 2 |"`` ->
+    ``"12"``, ``"0 7"`` -> ``"7"``); ``None`` when ``text`` has no digit token."""
+    run: list[str] = []
+    for tok in text.split():
+        if len(tok) == 1 and tok.isdigit():
+            run.append(tok)
+        elif run:
+            break
+    return str(int("".join(run))) if run else None
+
+
+def digits_match(prediction: str, golds: str | Iterable[str]) -> float:
+    """Exact match of the number spelled by the prediction's first run of digit tokens
+    against any gold spelled the same way (the zoo suite's math word problems)."""
+    pred = spelled_number(prediction)
+    if pred is None:
+        return 0.0
+    return float(any(pred == spelled_number(g) for g in _as_golds(golds)))
+
+
 def tvd(p: Sequence[float], q: Sequence[float]) -> float:
     """Total variation distance ½Σ|p − q| between two distributions over the same support."""
     if len(p) != len(q):
@@ -134,6 +157,7 @@ METRICS: dict[str, Metric] = {
         Metric("f1", True, "text", token_f1, "SQuAD token F1, max over golds"),
         Metric("em", True, "text", exact_match, "normalised exact match, max over golds"),
         Metric("number", True, "text", number_match, "exact match of the final number"),
+        Metric("digits", True, "text", digits_match, "exact match of a spelled number (1 2)"),
         Metric("tvd", False, "dist", None, "total variation distance to the valid symbols"),
         Metric("acc", True, "dist", None, "greedy next-symbol accuracy"),
     )

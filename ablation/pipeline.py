@@ -128,7 +128,7 @@ def ablate(
                 "path to a JSONL task file"
             )
     tasks = None
-    if cfg.suite is not None and cfg.suite not in ("zoo", "regbench"):
+    if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "regbench"):
         tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
     loaded = _loaded(model, device, dtype)
     suite = cfg.suite or default_suite(loaded.info)
@@ -320,7 +320,7 @@ def check_readable(tasks: list[Task], tokenizer, suite: str) -> None:
         raise InputError(
             f"suite {suite!r} is {n_unknown / n_tokens:.0%} unknown tokens for this model's "
             "vocabulary, so its scores would mean nothing; pick a suite in the model's "
-            "vocabulary (zoo models: --suite zoo)"
+            "vocabulary (zoo models: --suite zoo19 or zoo)"
         )
 
 

@@ -1,6 +1,8 @@
 """Task registry: every suite is loaded through :func:`load_suite`.
 
-Suites: ``zoo`` (token-level tasks in the zoo's formats; default for zoo models), ``words``
+Suites: ``zoo`` (token-level tasks in the zoo's formats), ``zoo19`` (the source's 19 few-shot
+tasks in four groups, rebuilt in the zoo vocabulary, plus two positive controls; default for
+zoo models; ``docs/zoo19.md``), ``words``
 (19 offline word-level tasks; default for real models), ``paper19`` (the 19 tasks of Saunshi
 et al. 2025; dataset-backed ones need local data), ``regbench`` (held-out random automata),
 ``gsm8k`` (8-shot, local file), and user JSONL files (``suite="path/to/tasks.jsonl"``).
@@ -10,12 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablation.tasks import paper19, regbench, user, words, zoo
+from ablation.tasks import paper19, regbench, user, words, zoo, zoo19
 from ablation.tasks.base import DistItem, DistTask, Example, GenItem, GenTask, Task
 from ablation.tasks.spec import TaskSpec, catalog
 from induction.errors import InputError
 
-SUITES = ("zoo", "words", "paper19", "regbench", "gsm8k")
+SUITES = ("zoo", "zoo19", "words", "paper19", "regbench", "gsm8k")
 
 __all__ = [
     "SUITES",
@@ -36,14 +38,16 @@ __all__ = [
 
 
 def default_suite(info) -> str:
-    """The suite a model gets without ``--suite``: ``zoo`` for the zoo vocabulary (its tasks are
-    written in it), ``words`` for a real tokenizer."""
-    return "zoo" if info.zoo_vocabulary else "words"
+    """The suite a model gets without ``--suite``: ``zoo19`` for the zoo vocabulary (its tasks
+    are written in it; models trained without the ``facts`` corpus kind are at chance on its
+    closed-book group by construction), ``words`` for a real tokenizer."""
+    return "zoo19" if info.zoo_vocabulary else "words"
 
 
 #: Each built-in suite's task records (:class:`ablation.tasks.spec.TaskSpec`).
 SUITE_SPECS = {
     "zoo": lambda: list(zoo.SPECS),
+    "zoo19": lambda: list(zoo19.SPECS),
     "words": words.specs,
     "paper19": lambda: list(paper19.SPECS),
     "regbench": lambda: [regbench.SPEC],
@@ -86,8 +90,8 @@ def _load_suite(
     """Build a suite's tasks (prompts and golds), deterministic for ``seed``.
 
     ``shots``/``n_items`` of ``None`` take each suite's defaults; ``tasks`` selects a subset
-    by name; ``max_tokens`` bounds generated prompts (default: 96 for ``zoo``, the zoo's
-    training length; 512 for ``regbench``).
+    by name; ``max_tokens`` bounds generated prompts (default: 96 for ``zoo`` and ``zoo19``,
+    the zoo's training length; 512 for ``regbench``).
     """
     if shots is not None and shots < 0:
         raise InputError(f"--shots must be >= 0, got {shots}")
@@ -122,6 +126,15 @@ def _load_suite(
             shots=shots,
             seed=seed,
             max_tokens=max_tokens or zoo.CONTEXT,
+            names=tasks,
+        )
+    if suite == "zoo19":
+        return zoo19.load(
+            tokenizer,
+            n_items=n_items or 64,
+            shots=shots,
+            seed=seed,
+            max_tokens=max_tokens or zoo19.CONTEXT,
             names=tasks,
         )
     if suite == "paper19":

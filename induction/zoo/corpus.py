@@ -1,6 +1,6 @@
 """Synthetic training corpus that makes tiny models grow induction heads and learn in context.
 
-Every sequence is ``<bos>`` followed by segments of one of five kinds (token text is words
+Every sequence is ``<bos>`` followed by segments of one of six kinds (token text is words
 joined by spaces, see ``induction.zoo.vocab``):
 
 - ``copy``: a random span ``r`` of ordinary tokens repeated (``r r`` or ``r r r``), the
@@ -11,7 +11,14 @@ joined by spaces, see ``induction.zoo.vocab``):
   the reasoning primitives of Saunshi et al. 2025);
 - ``regbench``: strings of a random probabilistic DFA joined by ``|`` (Akyurek et al. 2024);
   DFAs are split into training and held-out ones by :func:`is_training_dfa`;
-- ``bigram``: background text from one fixed bigram chain over the words (a "language").
+- ``bigram``: background text from one fixed bigram chain over the words (a "language");
+- ``facts``: the fixed world's facts (``induction.zoo.world``) stated as ``entity relation
+  value .`` (``w12 w84 3 .``), the knowledge closed-book QA asks for (``docs/zoo19.md``).
+
+Mixes: :data:`MIX_V1` is the default (the shipped models' mix; ``facts`` has weight 0 there,
+i.e. it is absent, so old configs, cards and random streams are unchanged). :data:`MIX_V2`
+adds ``facts`` at 0.15 and scales the other kinds by 0.85 (same ratios): the mix a training
+protocol meant for the ``zoo19`` suite sets as its corpus ``mix``.
 
 Repeat distances follow a curriculum: spans up to ``max_span`` tokens (30 until induction
 heads form, then 70), because RoPE heads trained on short distances do not reach long ones
@@ -26,8 +33,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from induction.zoo import vocab as V
+from induction.zoo.world import fact_ids
 
-KINDS = ("copy", "lookup", "varassign", "regbench", "bigram")
+KINDS = ("copy", "lookup", "varassign", "regbench", "bigram", "facts")
 BACKGROUND_SEED = 1234  # the bigram "language" is the same for every zoo model
 _SEP = V.VOCAB[","]
 _END = V.VOCAB["."]
@@ -38,18 +46,29 @@ _Q = V.VOCAB["?"]
 _BAR = V.VOCAB["|"]
 
 
+#: The default mix (the shipped zoo models'): no ``facts`` (weight 0).
+MIX_V1: dict[str, float] = {
+    "copy": 0.5,
+    "lookup": 0.2,
+    "varassign": 0.1,
+    "regbench": 0.1,
+    "bigram": 0.1,
+}
+#: MIX_V1 scaled by 0.85 plus ``facts`` at 0.15: for models evaluated on ``zoo19``.
+MIX_V2: dict[str, float] = {
+    "copy": 0.425,
+    "lookup": 0.17,
+    "varassign": 0.085,
+    "regbench": 0.085,
+    "bigram": 0.085,
+    "facts": 0.15,
+}
+
+
 @dataclass
 class CorpusConfig:
     seq_len: int = 128
-    mix: dict[str, float] = field(
-        default_factory=lambda: {
-            "copy": 0.5,
-            "lookup": 0.2,
-            "varassign": 0.1,
-            "regbench": 0.1,
-            "bigram": 0.1,
-        }
-    )
+    mix: dict[str, float] = field(default_factory=lambda: dict(MIX_V1))
     min_span: int = 4
     max_span: int = 30
 
@@ -137,6 +156,19 @@ def varassign_segment(rng: np.random.Generator, depth: int) -> list[int]:
     else:
         query = names[int(rng.integers(n_direct))]
     return body + [query, _Q, values[query], _END]
+
+
+def facts_segment(rng: np.random.Generator, budget: int) -> list[int]:
+    """``e r v . e r v . ...`` until ``budget`` tokens: facts of the fixed world
+    (:func:`induction.zoo.world.world`) drawn uniformly with replacement, each stated in the
+    declarative training format ``entity relation value .``. Nothing else is ever stated, so
+    the only facts a model can learn here are the world's."""
+    facts = fact_ids()
+    out: list[int] = []
+    while len(out) < budget:
+        e, r, v = facts[int(rng.integers(len(facts)))]
+        out += [e, r, v, _END]
+    return out
 
 
 # ----------------------------------------------------------------------------- RegBench
@@ -244,6 +276,8 @@ def make_sequence(rng: np.random.Generator, cfg: CorpusConfig) -> tuple[list[int
             seq += varassign_segment(rng, depth=int(rng.integers(2)))
     elif kind == "regbench":
         seq += regbench_segment(rng, sample_dfa(rng, training=True), n)
+    elif kind == "facts":
+        seq += facts_segment(rng, n)
     else:
         seq += bigram_text(rng, n)
     return seq[:n], kind
