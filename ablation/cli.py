@@ -194,11 +194,9 @@ def ablate(
     from ablation.render import stdout_console
 
     stderr = Console(stderr=True)
-    if threads is not None:
-        import torch
+    from induction.loading import load_model
 
-        torch.set_num_threads(threads)
-    loaded = _load(model, device, dtype, threads)
+    loaded = load_model(model, device=device, dtype=dtype, threads=threads)  # thread policy
     result = run_ablate(
         loaded,
         config,
@@ -219,18 +217,6 @@ def ablate(
             markup=False,
             highlight=False,
         )
-
-
-def _load(model, device, dtype, threads):
-    from induction.loading import load_model
-
-    loaded = load_model(model, device=device, dtype=dtype)
-    info = loaded.info
-    if threads is None and info.source == "zoo" and str(info.device).startswith("cpu"):
-        import torch
-
-        torch.set_num_threads(1)
-    return loaded
 
 
 def tasks(

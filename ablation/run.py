@@ -267,38 +267,19 @@ def run_ablation(
 
 
 class _progress:
-    """Rich progress bar on stderr (a no-op when disabled)."""
+    """``(advance, describe)`` over :func:`induction.progress.progress`: a rich bar on a
+    terminal, periodic one-line progress in logs and CI, nothing when disabled."""
 
     def __init__(self, enabled: bool, total: int):
+        from induction.progress import progress
+
         self.enabled, self.total = enabled and total > 0, total
+        self.reporter = progress(self.enabled)
 
     def __enter__(self):
-        if not self.enabled:
-            return (lambda: None), (lambda text: None)
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self.p = Progress(
-            TextColumn("{task.description:<32}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self.p.__enter__()
-        tid = self.p.add_task("ablate", total=self.total)
-        return (lambda: self.p.advance(tid)), (lambda text: self.p.update(tid, description=text))
+        bar = self.reporter.__enter__()
+        advance = bar.task(self.total, "ablate")
+        return (lambda: advance()), (lambda text: advance.describe(text))
 
     def __exit__(self, *exc):
-        if self.enabled:
-            self.p.__exit__(*exc)
-        return False
+        return self.reporter.__exit__(*exc)

@@ -63,16 +63,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json", default=None, help="also write the numbers to this file")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-
     from ablation.engine import Engine
     from ablation.hooks import HeadAblation, ablate_heads
     from ablation.run import plan_heads
     from ablation.tasks import default_suite, load_suite
     from induction.loading import load_model
 
-    loaded = load_model(args.model, device=args.device)
+    loaded = load_model(args.model, device=args.device, threads=args.threads)
     device = torch.device(loaded.bridge.cfg.device)
     info, bridge, tok = loaded.info, loaded.bridge, loaded.tokenizer
     suite = args.suite or default_suite(info)

@@ -1,6 +1,6 @@
 """Train the zoo's models into induction/zoo/models/: every seed of every family listed.
 
-    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2] [--families dense8 lidas8 ...]
+    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2 3 4] [--families dense8 ...]
 
 Default families: the fixed-protocol presets (docs/zoo.md): ``dense8``, ``lidas8``,
 ``looped8``, ``looped8p``. The first zoo's families (``dense grown looped grown12``, the
@@ -76,12 +76,13 @@ def _run(code: str, log: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--families", nargs="+", default=FIXED_FAMILIES)
     ap.add_argument("--dest", type=Path, default=MODELS, help="where the model folders go")
     args = ap.parse_args()
     args.dest.mkdir(parents=True, exist_ok=True)
-    todo = [(f, s) for f in args.families for s in args.seeds]
+    # seed-major: every family's seed 0 first, so a build cut short leaves whole seed sets
+    todo = [(f, s) for s in args.seeds for f in args.families]
     with ThreadPoolExecutor(args.jobs) as pool:
         for line in pool.map(lambda fs: build(*fs, dest=args.dest), todo):
             print(line, flush=True)

@@ -50,6 +50,14 @@ def scan(
             "default: induction, else the first score).",
         ),
     ] = None,
+    output_norm: Annotated[
+        bool,
+        typer.Option(
+            "--output-norm",
+            help="Add each head's output norm on the scan prompts (mean |z W_O|; heads near 0 "
+            "write nothing, e.g. zero-initialised copies of llama-pro growth).",
+        ),
+    ] = False,
     convention: Annotated[
         str,
         typer.Option(
@@ -138,9 +146,15 @@ def scan(
             rank_by=rank_by,
         )
         df = result.to_frame()
+        if output_norm:
+            from induction.output_norm import add_output_norm
+
+            df = add_output_norm(df, loaded)  # on the scan's own prompts, attrs kept
         _print_report(df, loaded, top)
         if out is not None:
-            result.save(out)
+            from induction.io import write_table
+
+            write_table(df, out)
             typer.echo(wrote(out), err=True)
         for path, kind in ((plot, "heatmap"), (bar, "bar")):
             if path is None:
@@ -228,6 +242,9 @@ def _print_report(df, loaded, top: int) -> None:
         table.add_column("pass", justify="right")
     for s in score_cols:
         table.add_column(s, justify="right")
+    norms = "output_norm" in df.columns
+    if norms:
+        table.add_column("output_norm", justify="right")
     for row in df.sort_values("rank").head(top).itertuples(index=False):
         cells = [str(row.rank), str(row.layer), str(getattr(row, "head"))]
         if looped:
@@ -238,6 +255,8 @@ def _print_report(df, loaded, top: int) -> None:
             if std == std and std > 0:  # not NaN, not a weights-only score
                 text += f" ± {std:.3f}"
             cells.append(text)
+        if norms:
+            cells.append(f"{row.output_norm:.3g}")
         table.add_row(*cells)
     console.print(table)
     layout = (

@@ -123,3 +123,17 @@ def test_default_model_is_the_grown_zoo_model(one_line_error):
         assert "heads of grown-s" in result.stdout
     else:
         one_line_error(scan(*args), "grown")
+
+
+def test_output_norm_column(tmp_path):
+    from typer.testing import CliRunner
+
+    from induction.cli import app
+
+    out = tmp_path / "s.csv"
+    args = ["scan", "grown", "--seeds", "1", "--batch", "2", "--scores", "induction"]
+    result = CliRunner().invoke(app, [*args, "--output-norm", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    df = pd.read_csv(out)
+    assert "output_norm" in df.columns and (df.output_norm >= 0).all()
+    assert df.output_norm.max() > 0  # a trained model's heads write something
