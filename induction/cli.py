@@ -36,6 +36,8 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("lineage.cli", "grow", None),
     ("ablation.cli", "ablate", None),
     ("zoo.cli", "zoo_app", "zoo"),
+    ("circuits.cli", "circuits", None),
+    ("circuits.cli", "effects", None),
 ]
 
 
