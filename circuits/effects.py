@@ -169,8 +169,12 @@ def attribution(s: Setup, repl: Replacement, clean: Clean) -> torch.Tensor:
             torch.enable_grad(),
             v.bridge.hooks(fwd_hooks=[(z_hook(i), leaf) for i in range(v.n_layers)]),
         ):
-            logits = v.bridge(s.tokens, return_type="logits")
-            loss = nll_at(logits.index_select(1, s.logits_at), s.targets).mean()
+            if v.can_skip:  # unembed only the scored positions (forward and backward)
+                hidden = v.base(input_ids=s.tokens, use_cache=False).last_hidden_state
+                logits = v.lm_head(hidden.index_select(1, s.logits_at))
+            else:
+                logits = v.bridge(s.tokens, return_type="logits").index_select(1, s.logits_at)
+            loss = nll_at(logits, s.targets).mean()
             grads = torch.autograd.grad(loss, [deltas[i][1] for i in range(v.n_layers)])
     finally:
         for p in params:
