@@ -47,6 +47,8 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("zoo.cli", "zoo_app", "zoo"),
     ("induction.cache_cli", "cache_app", "cache"),
     ("induction.views_cli", "show", None),
+    ("circuits.cli", "circuits", None),
+    ("circuits.cli", "effects", None),
 ]
 
 
