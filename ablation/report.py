@@ -6,11 +6,13 @@ control head set the same drop is computed; ``ctrl_mean``/``ctrl_std`` (sample s
 summarise them and ``z = (drop - ctrl_mean) / ctrl_std`` (NaN with fewer than 2 controls or
 zero spread); ``p_ctrl = (k + 1) / (n + 1)`` with ``k`` the controls whose drop is at least
 the target's (an empirical p-value that does not assume normal control drops). ``drop_se``
-is the paired standard error of the drop over items. With several prompt seeds
-(``--prompt-seeds``) scores are averaged over seeds and ``seed_std`` is the standard deviation
-of the drop across seeds.
-The ``MEAN`` row averages the generation tasks (F1/EM/number: the "mean F1 over tasks" of the
-source); its control spread is over per-control mean drops.
+is the paired standard error of the drop over items and ``drop_ci_lo``/``drop_ci_hi`` a 95%
+percentile bootstrap interval of it (items resampled within each prompt seed; for the means,
+within each task). With several prompt seeds (``--prompt-seeds``) scores are averaged over
+seeds and ``seed_std`` is the standard deviation of the drop across seeds.
+The ``MEAN`` row averages the generation tasks that are not positive controls (F1/EM/number:
+the "mean F1 over tasks" of the source), ``MEAN:<group>`` rows each group; their control
+spread is over per-control mean drops.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ import numpy as np
 import pandas as pd
 
 from ablation.metrics import get_metric
-from ablation.stats import p_ctrl  # moved to ablation.stats; re-exported here
+from ablation.stats import bootstrap_ci_by_seed, p_ctrl  # p_ctrl: re-exported here
 from ablation.tasks.base import DistTask, Task
 from induction.io import write_json, write_table
+
+#: Bootstrap resamples behind ``drop_ci_lo``/``drop_ci_hi`` (seeded, so reports reproduce).
+BOOTSTRAP_SAMPLES = 1000
 
 COLUMNS = [
     "task",
@@ -37,6 +42,8 @@ COLUMNS = [
     "ablated",
     "drop",
     "drop_se",
+    "drop_ci_lo",
+    "drop_ci_hi",
     "seed_std",
     "ctrl_mean",
     "ctrl_std",
@@ -79,6 +86,7 @@ def build_report(run) -> pd.DataFrame:
             metric_list.append(("acc", get_metric("acc").higher_is_better))
         for metric, hib in metric_list:
             cleans, abls, drops, diffs = [], [], [], []
+            items_clean, items_abl = [], []  # per prompt seed, for the bootstrap interval
             ctrl_by_seed = []
             for task in group:
                 res = run.results[task_key(task)]
@@ -90,6 +98,9 @@ def build_report(run) -> pd.DataFrame:
                 ci = np.asarray(res.clean.items[metric], dtype=float)
                 ai = np.asarray(res.ablated.items[metric], dtype=float)
                 diffs.extend((ci - ai) if hib else (ai - ci))
+                keep = np.isfinite(ci) & np.isfinite(ai)
+                items_clean.append(ci[keep].tolist())
+                items_abl.append(ai[keep].tolist())
                 ctrl_by_seed.append([_drop(clean, c.scores[metric], hib) for c in res.controls()])
             drop = float(np.mean(drops))
             ctrl = (
@@ -100,6 +111,9 @@ def build_report(run) -> pd.DataFrame:
             finite = int(np.isfinite(diffs).sum()) if n else 0  # lm-eval: NaN if not numbers
             se = float(np.nanstd(diffs, ddof=1) / math.sqrt(n)) if finite > 1 else math.nan
             seed_std = float(np.std(drops, ddof=1)) if len(drops) > 1 else math.nan
+            ci_lo, ci_hi = bootstrap_ci_by_seed(
+                items_clean, items_abl, n_boot=BOOTSTRAP_SAMPLES, higher_is_better=hib
+            )
             rows.append(
                 {
                     "task": name if metric == first.metric else f"{name}:{metric}",
@@ -111,6 +125,8 @@ def build_report(run) -> pd.DataFrame:
                     "ablated": float(np.mean(abls)),
                     "drop": drop,
                     "drop_se": se,
+                    "drop_ci_lo": ci_lo,
+                    "drop_ci_hi": ci_hi,
                     "seed_std": seed_std,
                     "ctrl_mean": mean,
                     "ctrl_std": std,
@@ -122,7 +138,11 @@ def build_report(run) -> pd.DataFrame:
             rows[-1]["positive_control"] = bool(getattr(first, "positive_control", False))
             in_mean = getattr(first, "in_mean", not isinstance(first, DistTask))
             if metric == first.metric and in_mean and not rows[-1]["positive_control"]:
-                measured.append({**rows[-1], "_ctrl": ctrl})
+                pooled = (
+                    [x for xs in items_clean for x in xs],
+                    [x for xs in items_abl for x in xs],
+                )
+                measured.append({**rows[-1], "_ctrl": ctrl, "_items": pooled, "_hib": hib})
     groups = list(dict.fromkeys(r["group"] for r in measured))
     if len(groups) > 1:
         for g in groups:
@@ -139,6 +159,18 @@ def _mean_row(label: str, group: str, measured: list[dict]) -> dict:
     per_control = list(zip(*(r["_ctrl"] for r in measured), strict=True))
     ctrl = [float(np.mean(c)) for c in per_control]
     mean, std, z = _stats(drop, ctrl)
+    # items resampled within each task; the statistic is the mean over tasks of their drops
+    hib = measured[0]["_hib"] if all(r["_hib"] == measured[0]["_hib"] for r in measured) else None
+    ci_lo, ci_hi = (
+        bootstrap_ci_by_seed(
+            [r["_items"][0] for r in measured],
+            [r["_items"][1] for r in measured],
+            n_boot=BOOTSTRAP_SAMPLES,
+            higher_is_better=hib,
+        )
+        if hib is not None
+        else (math.nan, math.nan)
+    )
     return {
         "task": label,
         "group": group,
@@ -149,6 +181,8 @@ def _mean_row(label: str, group: str, measured: list[dict]) -> dict:
         "ablated": float(np.mean([r["ablated"] for r in measured])),
         "drop": drop,
         "drop_se": math.nan,
+        "drop_ci_lo": ci_lo,
+        "drop_ci_hi": ci_hi,
         "seed_std": math.nan,
         "ctrl_mean": mean,
         "ctrl_std": std,

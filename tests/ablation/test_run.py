@@ -80,6 +80,9 @@ def test_report_arithmetic():
     assert a.ctrl_std == pytest.approx(std) and a.z == pytest.approx((0.5 - 0.5 / 3) / std)
     assert a.p_ctrl == pytest.approx(1 / 4)  # no control drop reaches 0.5
     assert a.drop_se == pytest.approx(np.std([1, 1, 0, 0], ddof=1) / 2)
+    assert 0 <= a.drop_ci_lo <= a["drop"] <= a.drop_ci_hi <= 1  # items' drops are 0 or 1
+    again = build_report(RunResult(tasks=[gen, dist], plan=plan, results=results))
+    assert again.set_index("task").loc["a"].drop_ci_lo == a.drop_ci_lo  # seeded
     rb = df.loc["rb"]
     assert rb["drop"] == pytest.approx(0.3)  # TVD: higher is worse, drop = ablated - clean
     assert df.loc["rb:acc"]["drop"] == pytest.approx(0.4)
