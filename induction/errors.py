@@ -15,3 +15,9 @@ class InputError(WorkbenchError, ValueError):
 
 class LineageError(WorkbenchError):
     """A malformed duplication log, loop plan or mergekit config."""
+
+
+def one_line(e: BaseException, limit: int = 240) -> str:
+    """An exception's message on one line (white space collapsed), at most ``limit`` chars."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -19,12 +19,8 @@ one-line message naming the fix.
 from __future__ import annotations
 
 import copy
-import json
 import os
-import shutil
 import socket
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +28,8 @@ from urllib.parse import urlparse
 
 import torch
 
-from induction.errors import ModelLoadError, WorkbenchError
+from induction.errors import ModelLoadError, WorkbenchError, one_line
+from induction.gguf import gguf_cache_key, gguf_cache_root, gguf_checkpoint  # noqa: F401
 from induction.runtime import apply_thread_policy, quiet_loading, thread_count
 from induction.specs import (  # noqa: F401  (PACKAGED_GGUF, packaged_gguf: re-exported)
     PACKAGED_GGUF,
@@ -310,7 +307,7 @@ def _load_folder(
         try:
             hf_model = unroll_checkpoint(folder, dtype=dtype, attn_implementation="eager")
         except (OSError, ValueError, RuntimeError) as e:  # no weights, shapes off the config
-            raise ModelLoadError(f"cannot load the weights in {folder}: {_one_line(e)}") from None
+            raise ModelLoadError(f"cannot load the weights in {folder}: {one_line(e)}") from None
         hf_model = _place(hf_model, dev, device_map)
     else:
         _check_weights(folder)
@@ -344,7 +341,7 @@ def _check_config(folder: Path, trust_remote_code: bool):
     try:
         config = AutoConfig.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
     except Exception as e:  # unknown model_type, remote code refused, bad values
-        msg = _one_line(e)
+        msg = one_line(e)
         if "trust_remote_code" in msg or "auto_map" in raw:
             raise ModelLoadError(
                 f"{folder} needs custom model code; rerun with --trust-remote-code "
@@ -437,7 +434,7 @@ def check_safetensors(folder: Path, error: type[Exception] = ModelLoadError) -> 
                 keys = list(f.keys())
         except Exception as e:
             raise error(
-                f"{path} is corrupt or truncated ({_one_line(e)}); re-save or re-download it"
+                f"{path} is corrupt or truncated ({one_line(e)}); re-save or re-download it"
             ) from None
         for key in keys:
             found.setdefault(key, path)
@@ -463,7 +460,7 @@ def _load_tokenizer(folder: Path, trust_remote_code: bool):
     try:
         return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
     except Exception as e:
-        raise ModelLoadError(f"cannot load the tokenizer in {folder}: {_one_line(e)}") from None
+        raise ModelLoadError(f"cannot load the tokenizer in {folder}: {one_line(e)}") from None
 
 
 def _from_pretrained(folder: Path, dtype, dev, device_map, trust_remote_code: bool):
@@ -481,7 +478,7 @@ def _from_pretrained(folder: Path, dtype, dev, device_map, trust_remote_code: bo
     try:
         model, loading_info = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
     except Exception as e:
-        raise ModelLoadError(f"cannot load the weights in {folder}: {_one_line(e)}") from None
+        raise ModelLoadError(f"cannot load the weights in {folder}: {one_line(e)}") from None
     bad = sorted(loading_info.get("missing_keys") or []) + sorted(
         loading_info.get("mismatched_keys") or []
     )
@@ -555,111 +552,6 @@ def _object_tokenizer(model):
 # --------------------------------------------------------------------------- GGUF
 
 
-def gguf_cache_root() -> Path:
-    """``<cache root>/gguf`` (:func:`induction.fingerprint.cache_root`)."""
-    from induction.fingerprint import cache_root
-
-    return cache_root() / "gguf"
-
-
-def gguf_cache_key(path: Path, dtype: torch.dtype) -> str:
-    """``<stem>-<hash>-<dtype>``; the hash is of the whole file's content
-    (:func:`induction.fingerprint.file_hash`, remembered per file stat)."""
-    from induction.fingerprint import file_hash
-
-    return f"{path.stem}-{file_hash(path)[:16]}-{str(dtype).removeprefix('torch.')}"
-
-
-def gguf_checkpoint(path: str | Path, dtype: torch.dtype = torch.float32) -> Path:
-    """The cached safetensors checkpoint folder of a .gguf file, dequantizing it on first use.
-
-    Half-precision requests are cached in that dtype; everything else in float32 (exactly the
-    dequantized values).
-    """
-    path = Path(path).expanduser().resolve()
-    try:
-        import gguf  # noqa: F401
-    except ImportError:
-        raise ModelLoadError(
-            f"reading {path.name} needs the gguf package: pip install gguf"
-        ) from None
-    _check_gguf(path)  # before hashing it: a bad file leaves nothing in the cache
-    cache_dtype = dtype if dtype in (torch.bfloat16, torch.float16) else torch.float32
-    folder = gguf_cache_root() / gguf_cache_key(path, cache_dtype)
-    if (folder / "complete.json").is_file():
-        return folder
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    try:
-        with _gguf_progress_quiet():
-            tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-            model = AutoModelForCausalLM.from_pretrained(
-                str(path.parent), gguf_file=path.name, dtype=torch.float32
-            )
-    except Exception as e:
-        raise ModelLoadError(f"cannot dequantize {path}: {_one_line(e)}") from None
-    model.to(cache_dtype)
-    model.config.architectures = [type(model).__name__]
-    # The tensors are plain dequantized floats now; drop the GGUF quantizer marks, which make
-    # save_pretrained refuse ("quantized with gguf and is not serializable").
-    model.hf_quantizer = None
-    model.is_quantized = False
-    model.quantization_method = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    tmp.chmod(0o755)
-    try:
-        model.save_pretrained(str(tmp), safe_serialization=True)
-        tok.save_pretrained(str(tmp))
-        stamp = {"source": str(path), "size": path.stat().st_size, "created": time.time()}
-        (tmp / "complete.json").write_text(json.dumps(stamp, indent=2) + "\n")
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process finished first, or a stale incomplete folder
-            if not (folder / "complete.json").is_file():
-                shutil.rmtree(folder, ignore_errors=True)
-                os.replace(tmp, folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
-
-
-def _check_gguf(path: Path) -> None:
-    import gguf
-
-    try:
-        reader = gguf.GGUFReader(str(path))
-        arch_field = reader.fields.get("general.architecture")
-        if arch_field is None:
-            raise ValueError("no general.architecture field")
-    except Exception as e:
-        raise ModelLoadError(f"{path} is not a readable GGUF file ({_one_line(e)})") from None
-
-
-class _gguf_progress_quiet:
-    """Hide the "de-quantizing GGUF tensors" bar when progress bars are disabled."""
-
-    def __enter__(self):
-        self._saved = None
-        if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS", "").lower() not in ("1", "true"):
-            return self
-        from functools import partial
-
-        import transformers.modeling_gguf_pytorch_utils as mod
-
-        self._mod, self._saved = mod, mod.tqdm
-        mod.tqdm = partial(mod.tqdm, disable=True)
-        return self
-
-    def __exit__(self, *exc):
-        if self._saved is not None:
-            self._mod.tqdm = self._saved
-        return False
-
-
 def _load_gguf(path: Path, dev, dtype, device_map) -> LoadedModel:
     folder = gguf_checkpoint(path, dtype)
     return _load_folder(
@@ -704,7 +596,7 @@ def _load_hub(name: str, dev, dtype, device_map, trust_remote_code: bool) -> Loa
         try:
             folder = snapshot_download(name, allow_patterns=patterns)
         except Exception as e:
-            msg = _one_line(e)
+            msg = one_line(e)
             if "401" in msg or "403" in msg or "gated" in msg.lower():
                 msg = "access denied (gated or private: set HF_TOKEN)"
             elif "404" in msg or "RepositoryNotFound" in type(e).__name__:
@@ -843,8 +735,3 @@ def _model_info_from_bridge(
         device=str(getattr(cfg, "device", None) or param.device),
         dtype=str(param.dtype).removeprefix("torch."),
     )
-
-
-def _one_line(e: BaseException, limit: int = 240) -> str:
-    text = " ".join(str(e).split()) or type(e).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
