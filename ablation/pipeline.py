@@ -112,7 +112,7 @@ def ablate(
     announced on stderr even without ``log``.
     """
     from ablation.engine import Engine, ResultCache
-    from ablation.run import default_cache_path, plan_heads, run_ablation
+    from ablation.run import default_cache_path, run_ablation
     from ablation.tasks import SUITES, default_suite
 
     cfg = (config or AblationConfig()).with_(**overrides) if overrides else config
@@ -136,25 +136,9 @@ def ablate(
         tasks = build_tasks(cfg, suite, loaded)
     check_readable(tasks, loaded.tokenizer, suite)
     cache_path = default_cache_path(loaded) if cfg.cache else None
-    plan = plan_heads(
-        loaded,
-        frac=cfg.frac,
-        score=cfg.score,
-        heads=cfg.heads,
-        n_controls=cfg.controls,
-        seed=cfg.seed,
-        match_layers=cfg.match_layers,
-        tied=cfg.tied,
-        scores=scores,
-        cache_dir=None if cache_path is None else cache_path.parent,
-    )
+    plan = plan_for(loaded, cfg, scores, cache_path)
     silent = silent_targets(loaded, plan, seed=cfg.seed)
-    n_tasks = len({t.name for t in tasks})
-    say(
-        f"{loaded.info.name}: {plan.selection}; ablating {heads_text(plan.target)} "
-        f"({cfg.mode}); {len(plan.controls)} random controls; suite {suite}, "
-        f"{n_tasks} tasks x {cfg.prompt_seeds} prompt seed(s)"
-    )
+    say(plan_line(loaded, cfg, plan, f"suite {suite}", tasks))
     cache = ResultCache(cache_path)
     engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=cfg.batch)
     run = run_ablation(
@@ -226,31 +210,16 @@ def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log) -> Ablatio
     from ablation import lm_eval_backend as backend
     from ablation.engine import ResultCache
     from ablation.report import build_report
-    from ablation.run import default_cache_path, plan_heads
+    from ablation.run import default_cache_path
 
     say = log or (lambda _msg: None)
     suite = backend.prepare(cfg)  # unknown tasks / unreachable datasets fail before loading
     loaded = _loaded(model, device, dtype)
     backend.check_readable(suite, loaded.tokenizer)
     cache_path = default_cache_path(loaded) if cfg.cache else None
-    plan = plan_heads(
-        loaded,
-        frac=cfg.frac,
-        score=cfg.score,
-        heads=cfg.heads,
-        n_controls=cfg.controls,
-        seed=cfg.seed,
-        match_layers=cfg.match_layers,
-        tied=cfg.tied,
-        scores=scores,
-        cache_dir=None if cache_path is None else cache_path.parent,
-    )
+    plan = plan_for(loaded, cfg, scores, cache_path)
     label = "lm-eval " + ",".join(suite.names)
-    say(
-        f"{loaded.info.name}: {plan.selection}; ablating {heads_text(plan.target)} "
-        f"({cfg.mode}); {len(plan.controls)} random controls; {label}, "
-        f"{len({t.name for t in suite.tasks})} tasks x {cfg.prompt_seeds} prompt seed(s)"
-    )
+    say(plan_line(loaded, cfg, plan, label, suite.tasks))
     run = backend.run_lm_eval(
         loaded,
         suite,
@@ -322,6 +291,34 @@ def check_readable(tasks: list[Task], tokenizer, suite: str) -> None:
             "vocabulary, so its scores would mean nothing; pick a suite in the model's "
             "vocabulary (zoo models: --suite zoo19 or zoo)"
         )
+
+
+def plan_for(loaded, cfg: AblationConfig, scores, cache_path) -> HeadPlan:
+    """The target heads and random controls ``cfg`` asks for (:func:`ablation.run.plan_heads`);
+    detector scores are cached beside the resume cache."""
+    from ablation.run import plan_heads
+
+    return plan_heads(
+        loaded,
+        frac=cfg.frac,
+        score=cfg.score,
+        heads=cfg.heads,
+        n_controls=cfg.controls,
+        seed=cfg.seed,
+        match_layers=cfg.match_layers,
+        tied=cfg.tied,
+        scores=scores,
+        cache_dir=None if cache_path is None else cache_path.parent,
+    )
+
+
+def plan_line(loaded, cfg: AblationConfig, plan: HeadPlan, what: str, tasks) -> str:
+    """The one-line summary of what a run ablates, against what, on which tasks."""
+    return (
+        f"{loaded.info.name}: {plan.selection}; ablating {heads_text(plan.target)} "
+        f"({cfg.mode}); {len(plan.controls)} random controls; {what}, "
+        f"{len({t.name for t in tasks})} tasks x {cfg.prompt_seeds} prompt seed(s)"
+    )
 
 
 def announce_reuse(log, n: int, cache_path) -> None:
