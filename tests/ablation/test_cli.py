@@ -118,3 +118,22 @@ def test_mean_mode_explicit_heads_and_user_tasks(tiny_llama_dir, tmp_path, one_l
     df = pd.read_csv(out)
     assert list(df.task) == ["t", "MEAN"] and df.n.iloc[0] == 10 and df.seeds.iloc[0] == 2
     one_line_error(ablate(tiny_llama_dir, "--suite", f, "--out", f), "input")
+
+
+def test_natural_language_suite_on_the_zoo_vocabulary_is_refused(one_line_error):
+    """The words suite (English) is mostly unknown tokens to a zoo model: refused, not scored
+    as if it measured anything."""
+    line = one_line_error(ablate("grown", "--suite", "words", "--quiet"), "unknown tokens")
+    assert "zoo19" in line
+
+
+def test_zoo19_is_the_default_suite_for_zoo_models_with_group_means(tmp_path):
+    out = tmp_path / "r.csv"
+    result = ablate("grown", "--n-items", 4, "--controls", 2, "--quiet", "--no-cache",
+                    "--task", "open_fact", "--task", "math_add", "--task", "copy",
+                    "--out", out)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    df = pd.read_csv(out).set_index("task")
+    assert {"MEAN:open_qa", "MEAN:math", "MEAN"} <= set(df.index)
+    assert bool(df.loc["copy", "positive_control"]) and df.loc["MEAN", "n"] == 2
+    assert (df.drop_ci_lo <= df["drop"] + 1e-9).all() and (df["drop"] <= df.drop_ci_hi + 1e-9).all()
