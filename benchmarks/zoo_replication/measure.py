@@ -236,6 +236,7 @@ def measure(ref: ModelRef, settings: Settings, progress: bool = False) -> Measur
         "formed_step": card.get("formed_at_step"),
         "train_steps": card.get("steps"),
         "train_tokens": card.get("tokens"),
+        "train_seconds": card.get("train_seconds"),
         "train_flops": card.get("train_flops"),
         "card_flops_vs_dense": card.get("flops_vs_dense"),
         "growth_steps": json.dumps(card.get("growth_steps") or config.get("grow_at") or []),

@@ -403,7 +403,9 @@ def _lineage(fams: list[dict]) -> list[str]:
         else:
             line += (
                 (
-                    "; as concentrated as the source's"
+                    "; the source's claim is about LIDAS"
+                    if r["source_family"] != "lidas"
+                    else "; as concentrated as the source's"
                     if agree
                     else "; less concentrated than the source's"
                 )
