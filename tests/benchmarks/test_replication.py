@@ -191,11 +191,12 @@ def test_tables_and_verdict(rep_mod):
 def test_update_readme_replaces_only_the_block(rep_mod, tmp_path):
     rep = _rep(rep_mod)
     readme = tmp_path / "results.md"
-    readme.write_text(f"# T\n\nbefore\n{rep_mod.README_START}\nOLD-BLOCK\n{rep_mod.README_END}\nafter\n")
+    start, end = rep_mod.README_START, rep_mod.README_END
+    readme.write_text(f"# T\n\nbefore\n{start}\nSTALE\n{end}\nafter\n")
     rep_mod.update_readme(readme, rep)
     text = readme.read_text()
     assert text.startswith("# T\n\nbefore\n") and text.endswith("\nafter\n")
-    assert "OLD-BLOCK" not in text and "| dense8-s0 |" in text
+    assert "STALE" not in text and "| dense8-s0 |" in text
     assert "--readme docs/results.md" in text
     assert "](../benchmarks/results/replication.png)" in text  # relative to docs/
     rep_mod.update_readme(readme, rep)  # idempotent
