@@ -1,5 +1,6 @@
-"""benchmarks/replication.py: the parts that need no model (counts, tables, verdict, the
-generated block of docs/results.md)."""
+"""benchmarks/replication.py (package benchmarks/zoo_replication/): the parts that need no
+model (discovery, counts, statistics across models and seeds, tables, verdict, the generated
+block of docs/results.md, the JSON round trip)."""
 
 from __future__ import annotations
 
@@ -43,73 +44,159 @@ def test_ancestor_counts_dense_is_trivial(rep_mod):
     assert c["random_ancestors"] == 5.0
 
 
-def _models(rep_mod) -> pd.DataFrame:
+def test_source_headline(rep_mod):
+    # 12 heads, each ancestor with 3 descendants; the top 12 ranked: 6 from A, 4 from B, 2 more
+    a, b = (0, 0), (0, 1)
+    ranked = [(1, i) for i in range(6)] + [(2, i) for i in range(4)] + [(3, 0), (3, 1)]
+    primary = {h: a for h in ranked[:6]} | {h: b for h in ranked[6:10]}
+    primary |= {(3, 0): (0, 2), (3, 1): (0, 3)}
+    h = rep_mod.source_headline(primary, ranked, top=12, cover=0.8)
+    assert (h["src_top"], h["src_heads"], h["src_ancestors"], h["src_from2"]) == (12, 10, 2, 10)
+    assert h["src_min"] == 2  # ceil(10 / 6)
+
+
+def test_discover_new_zoo_folders(rep_mod, tmp_path):
+    """Families are folder names minus the seed, mapped to the source's; unfinished
+    fixed-protocol runs (train_config.json, no card.json yet) are skipped."""
+    for name, files in {
+        "looped8p-s0": ["config.json", "card.json", "train_config.json"],
+        "dense8-s1": ["config.json", "card.json", "train_config.json"],
+        "dense8-s0": ["config.json"],
+        "lidas8-s0": ["config.json", "card.json"],
+        "lidas8-s1": ["train_config.json", "config.json"],  # still training
+        "notes": ["config.json"],
+        "mystery-s0": ["config.json"],  # no source counterpart
+    }.items():
+        (tmp_path / name).mkdir()
+        for f in files:
+            (tmp_path / name / f).write_text("{}")
+    refs = rep_mod.discover(models_dir=tmp_path)
+    assert [r.name for r in refs] == ["dense8-s0", "dense8-s1", "lidas8-s0", "looped8p-s0"]
+    assert [r.source_family for r in refs] == ["dense", "dense", "lidas", "looped"]
+    assert (
+        rep_mod.source_family("grown") == "lidas" and rep_mod.source_family("looped8") == "looped"
+    )
+    assert [r.name for r in rep_mod.discover(["lidas8"], models_dir=tmp_path)] == ["lidas8-s0"]
+
+
+def _models(rep_mod, seeds: int = 3) -> pd.DataFrame:
     rows = []
-    for fam, drop, ctrl in (("dense", 0.3, 0.1), ("grown", 0.5, 0.2), ("looped", 0.4, 0.3)):
-        for seed in range(3):
+    for fam, drop, ctrl, tvd in (
+        ("dense8", 0.3, 0.1, 0.45),
+        ("lidas8", 0.5, 0.2, 0.40),
+        ("looped8", 0.4, 0.3, 0.42),
+    ):
+        for seed in range(seeds):
+            d = drop + 0.01 * seed
             rows.append(
                 {
                     "model": f"{fam}-s{seed}",
                     "family": fam,
+                    "source_family": rep_mod.source_family(fam),
                     "seed": seed,
-                    "formed_step": 600 + 50 * seed if seed else None,
-                    "train_flops": 1e13 * (0.7 if fam == "grown" else 1.0),
+                    "layers": 8,
+                    "heads": 64,
+                    "d_model": 64,
+                    "vocab": 128,
+                    "formed_step": None,
+                    "train_flops": 1e13 * (0.84 if fam == "lidas8" else 1.0),
                     "max_induction": 0.6,
                     "induction_heads": 3,
-                    "top_n": 7,
+                    "top_n": 13,
                     "top_ancestors": 5 + seed % 2,
-                    "ancestor_pool": {"dense": 32, "grown": 16, "looped": 8}[fam],
+                    "ancestor_pool": {"dense8": 64, "lidas8": 32, "looped8": 16}[fam],
                     "min_ancestors": 4,
                     "random_ancestors": 6.3,
                     "top_layers": 2,
                     "layer_pool": 4,
                     "min_layers": 1,
                     "random_layers": 3.5,
+                    "src_top": 12,
+                    "src_heads": 10,
+                    "src_ancestors": 10 if fam == "dense8" else 4,
+                    "src_from2": 2 if fam == "dense8" else 6,
+                    "src_min": 10 if fam == "dense8" else 5,
                     "top_above": 5,
                     "clean": 0.7,
-                    "drop": drop + 0.01 * seed,
+                    "drop": d,
+                    "ci_lo": d - 0.05,
+                    "ci_hi": d + 0.05,
                     "ctrl_mean": ctrl,
                     "ctrl_std": 0.05,
-                    "z": (drop - ctrl) / 0.05,
-                    "excess": drop - ctrl,
+                    "z": (d - ctrl) / 0.05,
+                    "p_perm": 1 / 101 if fam != "looped8" else 0.2,
+                    "excess": d - ctrl,
                     "ctrl_drops": json.dumps([ctrl - 0.05, ctrl + 0.05]),
+                    "drop:math": d / 2,
+                    "clean:math": 0.3,
+                    "ctrl:math": ctrl / 2,
+                    "drop:primitives": d,
+                    "clean:primitives": 0.9,
+                    "ctrl:primitives": ctrl,
+                    "tvd_clean": tvd,
+                    "tvd_drop": 0.05,
+                    "tvd_ctrl": 0.02,
                 }
             )
-    return rep_mod.add_flops_ratio(pd.DataFrame(rows))
+    return pd.DataFrame(rows)
 
 
-def test_family_table_markdown_and_verdict(rep_mod):
-    models = _models(rep_mod)
-    assert models.loc[models.family == "grown", "flops_vs_dense"].iloc[0] == pytest.approx(0.7)
-    fam = rep_mod.family_summary(models)
-    assert list(fam.family) == ["dense", "grown", "looped"]
-    assert fam.set_index("family").loc["grown", "drop"] == pytest.approx(0.51)
-    assert fam.set_index("family").loc["looped", "source_drop"] == 0.28
-    md = rep_mod.markdown_tables(models, fam)
-    assert md.count("\n| grown-s") == 3 and "| looped | 3 |" in md
-    assert "– |" in md  # a missing formation step is a dash, not nan
-    lines = rep_mod.verdict(fam)
-    text = "\n".join(lines)
-    assert "Order of the drops: dense (+0.310) < looped (+0.410) < grown (+0.510)" in text
-    assert "the source's order is dense < grown < looped" in text
-    assert "grown 0.70x dense (30% fewer; source 26% fewer)" in text
+def _rep(rep_mod, settings=None, **kw):
+    return rep_mod.Replication.from_models(
+        _models(rep_mod), settings or rep_mod.Settings(), seconds=60.0, **kw
+    )
+
+
+def test_statistics_across_models_and_seeds(rep_mod):
+    rep = _rep(rep_mod)
+    m = rep.models.set_index("model")
+    assert m.loc["lidas8-s0", "flops_vs_dense"] == pytest.approx(0.84)
+    # Holm over 9 models: the six at 1/101 -> 9/101 for the smallest, monotone after
+    assert m.loc["dense8-s0", "p_holm"] == pytest.approx(9 / 101)
+    assert m.loc["looped8-s2", "p_holm"] == pytest.approx(0.6)  # 3 x 0.2
+    fam = rep.families.set_index("family")
+    assert list(rep.families.family) == ["dense8", "lidas8", "looped8"]
+    assert fam.loc["lidas8", "drop"] == pytest.approx(0.51)
+    assert fam.loc["looped8", "source_drop"] == 0.28 and fam.loc["lidas8", "source_tvd"] == 0.119
+    assert fam.loc["dense8", "n_significant"] == 0  # Holm 9/101 > 0.05
+    c = rep.comparisons.set_index(["family", "measure"])
+    assert c.loc[("lidas8", "drop"), "diff"] == pytest.approx(0.2)
+    assert c.loc[("lidas8", "drop"), "p_perm"] == pytest.approx(0.1)  # 2 / C(6, 3): exact
+    assert c.loc[("lidas8", "drop"), "min_p"] == pytest.approx(0.1)
+    assert c.loc[("looped8", "excess"), "diff"] == pytest.approx(0.1 - 0.2)
+    assert c.loc[("lidas8", "drop"), "source_diff"] == pytest.approx(0.10)
+    assert c.loc[("lidas8", "drop"), "p_holm"] == pytest.approx(0.2)  # Holm over 2
+
+
+def test_tables_and_verdict(rep_mod):
+    rep = _rep(rep_mod)
+    md = rep.markdown()
+    assert md.count("\n| lidas8-s") == 3 and "| lidas8 (LIDAS) | 3 |" in md
+    assert "m = 2 (3B LIDAS)" in md and "LIDAS 0.74 (26% fewer)" in md
+    assert "group mean drop: math (clean)" in md
+    text = "\n".join(rep_mod.verdict(rep))
+    assert "Order of the drops: dense8 (+0.310) < looped8 (+0.410) < lidas8 (+0.510)" in text
+    assert "the source's order is dense8 < lidas8 < looped8" in text
+    assert (
+        "lidas8 − dense8 across seeds: drop +0.200 (source +0.10; the source's direction)" in text
+    )
+    assert "smallest possible 0.100" in text and "no family difference can reach" in text
+    assert "lidas8 0.84x dense (16% fewer; source 26% fewer)" in text
+    assert "RegBench TVD" in text and "the zoo's order is the same" in text
+    assert "lidas8: 10 of the 12 strongest heads descend from 4.0" in text
+    # 100 controls: 1/101 per model, Holm over 9 -> 0.089 > 0.05, said as such
+    assert "smallest adjusted p is 0.089 (> 0.05" in text
 
 
 def test_update_readme_replaces_only_the_block(rep_mod, tmp_path):
-    models = _models(rep_mod)
-    rep = rep_mod.Replication(
-        models=models,
-        tasks=pd.DataFrame(),
-        families=rep_mod.family_summary(models),
-        settings=rep_mod.Settings(),
-        seconds=60.0,
-    )
+    rep = _rep(rep_mod)
     readme = tmp_path / "results.md"
-    readme.write_text(f"# T\n\nbefore\n{rep_mod.README_START}\nold\n{rep_mod.README_END}\nafter\n")
+    start, end = rep_mod.README_START, rep_mod.README_END
+    readme.write_text(f"# T\n\nbefore\n{start}\nSTALE\n{end}\nafter\n")
     rep_mod.update_readme(readme, rep)
     text = readme.read_text()
     assert text.startswith("# T\n\nbefore\n") and text.endswith("\nafter\n")
-    assert "old" not in text and "| dense-s0 |" in text
+    assert "STALE" not in text and "| dense8-s0 |" in text
     assert "--readme docs/results.md" in text
     assert "](../benchmarks/results/replication.png)" in text  # relative to docs/
     rep_mod.update_readme(readme, rep)  # idempotent
@@ -130,13 +217,10 @@ def test_results_doc_holds_the_block(rep_mod):
 
 
 def test_outputs_round_trip(rep_mod, tmp_path):
-    models = _models(rep_mod)
-    rep = rep_mod.Replication(
-        models=models,
-        tasks=pd.DataFrame({"model": ["dense-s0"], "task": ["copy"], "drop": [0.1]}),
-        families=rep_mod.family_summary(models),
-        settings=rep_mod.Settings.fast(),
-        seconds=5.0,
+    rep = _rep(
+        rep_mod,
+        rep_mod.Settings.fast(),
+        tasks=pd.DataFrame({"model": ["dense8-s0"], "task": ["copy"], "drop": [0.1]}),
     )
     written = rep_mod.write_outputs(rep, tmp_path, png=False)
     assert {Path(p).name for p in written} >= {"replication.csv", "replication.json"}
@@ -145,3 +229,6 @@ def test_outputs_round_trip(rep_mod, tmp_path):
     back = rep_mod.load_results(tmp_path)
     assert back.settings == rep.settings
     assert back.markdown() == rep.markdown()
+    assert rep_mod.verdict(back) == rep_mod.verdict(rep)
+    rep_mod.write_outputs(back, tmp_path, png=False)  # --from-results: the same JSON again
+    assert (tmp_path / "replication.json").read_text() == text

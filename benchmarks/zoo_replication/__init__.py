@@ -1,0 +1,64 @@
+"""The replication of the source's induction-head claims (Kapl et al. 2025; docs/research.md)
+on the zoo, split along its seams:
+
+- :mod:`.config`: :class:`Settings` and the source's figures (:data:`SOURCE`);
+- :mod:`.models`: which models (:func:`discover`; shipped zoo or ``--models-dir``);
+- :mod:`.measure`: one model through ``induction.scan.scan``, ``lineage.trace`` and
+  ``ablation.ablate`` (the CLI's pipelines);
+- :mod:`.stats`: across models and seeds, with :mod:`ablation.stats` only;
+- :mod:`.report`: tables and the verdict; :mod:`.figures`: the plotly figure;
+- :mod:`.results`: outputs, ``--from-results`` and the ``docs/results.md`` block;
+- :mod:`.cli`: ``python benchmarks/replication.py`` (a thin file that calls :func:`main`).
+"""
+
+from .cli import main
+from .config import DEFAULT_OUT, GROUPS, SOURCE, SOURCE_FAMILIES, SOURCE_LABEL, Settings
+from .figures import figure
+from .measure import Measured, ancestor_counts, measure, source_headline
+from .models import FAMILIES, SOURCE_FAMILY, ModelRef, discover, source_family
+from .pipeline import Replication, replicate
+from .report import markdown_tables, task_table, verdict
+from .results import (
+    README_END,
+    README_START,
+    load_results,
+    readme_block,
+    update_readme,
+    write_outputs,
+)
+from .stats import add_flops_ratio, add_model_stats, comparisons, family_summary
+
+__all__ = [
+    "DEFAULT_OUT",
+    "FAMILIES",
+    "GROUPS",
+    "README_END",
+    "README_START",
+    "SOURCE",
+    "SOURCE_FAMILIES",
+    "SOURCE_FAMILY",
+    "SOURCE_LABEL",
+    "Measured",
+    "ModelRef",
+    "Replication",
+    "Settings",
+    "add_flops_ratio",
+    "add_model_stats",
+    "ancestor_counts",
+    "comparisons",
+    "discover",
+    "family_summary",
+    "figure",
+    "load_results",
+    "main",
+    "markdown_tables",
+    "measure",
+    "readme_block",
+    "replicate",
+    "source_family",
+    "source_headline",
+    "task_table",
+    "update_readme",
+    "verdict",
+    "write_outputs",
+]

@@ -1,0 +1,126 @@
+"""``python benchmarks/replication.py``: measure, write, and regenerate the docs block."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+
+from .config import DEFAULT_OUT, Settings
+from .models import discover
+from .pipeline import replicate
+from .results import figure_link, load_results, update_readme, write_outputs
+
+USAGE = """Replicate the source's induction-head claims on the zoo: dense vs LIDAS vs looped.
+
+    python benchmarks/replication.py                     # the shipped zoo, full settings
+    python benchmarks/replication.py --fast              # reduced settings (CI, notebooks)
+    python benchmarks/replication.py --models-dir runs/zoo2 --out-dir benchmarks/results/zoo2
+    python benchmarks/replication.py --readme docs/results.md  # and rewrite its results block
+    python benchmarks/replication.py --from-results --readme docs/results.md  # from the JSON
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--fast", action="store_true", help="reduced settings (CI, notebooks)")
+    ap.add_argument(
+        "--families",
+        nargs="+",
+        default=None,
+        help="zoo families (default: dense grown looped, or all in --models-dir)",
+    )
+    ap.add_argument("--seeds", nargs="+", type=int, default=None, help="model seeds")
+    ap.add_argument("--models-dir", default=None, help="folder of <family>-s<seed> models")
+    ap.add_argument("--controls", type=int, default=None, help="random head sets per model")
+    ap.add_argument("--n-items", type=int, default=None, help="items per task and prompt seed")
+    ap.add_argument("--prompt-seeds", type=int, default=None, help="prompt seeds 0..N-1")
+    ap.add_argument("--tasks", nargs="+", default=None, help="tasks of the suite (default all)")
+    ap.add_argument("--no-regbench", action="store_true", help="skip the RegBench ablation")
+    ap.add_argument("--top", type=int, default=None, help="heads traced against random sets")
+    ap.add_argument("--tied", action="store_true", help="looped: ablate tied across passes")
+    ap.add_argument(
+        "--cache",
+        action="store_true",
+        help="reuse `induction ablate`'s resume cache (same numbers; resumable)",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1: the zoo models are tiny, and on a busy 2-core "
+        "machine two threads made every matmul ~50x slower); 0 keeps torch's default",
+    )
+    ap.add_argument("--out-dir", default=str(DEFAULT_OUT))
+    ap.add_argument("--no-png", action="store_true")
+    ap.add_argument("--progress", action="store_true")
+    ap.add_argument(
+        "--readme",
+        default=None,
+        help="rewrite the replication block of this Markdown file (docs/results.md)",
+    )
+    ap.add_argument(
+        "--from-results",
+        action="store_true",
+        help="do not measure: rewrite outputs (and --readme) from --out-dir's JSON",
+    )
+    return ap
+
+
+def settings_from(args) -> Settings:
+    settings = Settings.fast() if args.fast else Settings()
+    overrides = {
+        "controls": args.controls,
+        "n_items": args.n_items,
+        "top_n": args.top,
+        "tied": args.tied or None,
+        "tasks": tuple(args.tasks) if args.tasks else None,
+        "prompt_seeds": tuple(range(args.prompt_seeds)) if args.prompt_seeds else None,
+        "regbench": False if args.no_regbench else None,
+        "cache": args.cache or None,
+    }
+    return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    command = "python benchmarks/replication.py " + shlex.join(
+        sys.argv[1:] if argv is None else list(argv)
+    )
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+
+    def finish(rep) -> None:
+        for path in write_outputs(rep, args.out_dir, png=not args.no_png):
+            print(f"wrote {path}", file=sys.stderr)
+        if args.readme:
+            link = figure_link(args.readme, args.out_dir)
+            print(f"wrote {update_readme(args.readme, rep, link, command)}", file=sys.stderr)
+        print(rep.markdown())
+
+    if args.from_results:
+        rep = load_results(args.out_dir)
+        if rep is None:
+            print(f"error: no replication.json of this version in {args.out_dir}", file=sys.stderr)
+            return 2
+        finish(rep)
+        return 0
+    refs = discover(args.families, args.seeds, args.models_dir)
+    if not refs:
+        print("error: no zoo models found (induction models lists them)", file=sys.stderr)
+        return 2
+    from induction.loading import quiet_libraries
+
+    quiet_libraries()
+    rep = replicate(
+        refs, settings_from(args), progress=args.progress, log=lambda s: print(s, file=sys.stderr)
+    )
+    finish(rep)
+    print(f"\n{len(refs)} models in {rep.seconds:.0f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,89 @@
+"""What the replication measures and what the source claims (docs/research.md, "The source
+claims"; /work/shared/RESEARCH.md): the settings of one run and the source's figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ablation.stats import REPLICATION_CONTROLS
+
+#: Where the CLI writes by default (``benchmarks/results/``).
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results"
+
+#: The source's families (Kapl et al. 2025, arXiv 2512.08819), in the order of its tables.
+SOURCE_FAMILIES = ("dense", "lidas", "looped")
+SOURCE_LABEL = {"dense": "dense", "lidas": "LIDAS", "looped": "looped"}
+
+#: The source's figures, one model per configuration (no spread was measured).
+SOURCE = {
+    # mean F1 drop over 19 few-shot tasks with the top 20% heads by induction score ablated
+    "drop": {"dense": 0.08, "lidas": 0.18, "looped": 0.28},
+    # RegBench total variation distance of the clean 3B models (lower is better)
+    "tvd": {"dense": 0.137, "lidas": 0.119, "looped": 0.125},
+    # 3B LIDAS: 10 of the 12 strongest induction heads descend from 2 initial-network heads
+    "lineage": {"heads": 10, "top": 12, "ancestors": 2, "model": "3B LIDAS"},
+    # LIDAS spends 26% fewer training FLOPs than dense
+    "flops_saving": 0.26,
+    "n_tasks": 19,
+    "frac": 0.2,
+}
+
+#: The zoo's suite groups (docs/zoo19.md) in the order of Saunshi et al. 2025's suite.
+GROUPS = ("closed_qa", "open_qa", "math", "primitives")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What is measured and how much work it takes (:meth:`fast` for CI and notebooks).
+
+    The ablation goes through :func:`ablation.ablate` exactly as ``induction ablate`` does
+    (prompt budget from the model card, :func:`ablation.config.prompt_budget`); ``suite`` is
+    the measured suite (``zoo19``: 19 held-out tasks in four groups plus two positive
+    controls, docs/zoo19.md); RegBench is the ``regbench`` task of the ``zoo`` suite (held-out
+    automata in the zoo's training format, TVD = ½Σ|p − q|), ablated with the same head plan.
+    """
+
+    frac: float = SOURCE["frac"]  # share of heads ablated (ceil, as `induction ablate --frac`)
+    top_n: int | None = None  # heads traced against random sets; None: as many as ablated
+    source_top: int = SOURCE["lineage"]["top"]  # the source's "12 strongest heads"
+    controls: int = REPLICATION_CONTROLS  # random head sets per model (>= 100 for Holm)
+    n_items: int = 32  # items per task and prompt seed
+    prompt_seeds: tuple[int, ...] = (0, 1)  # consecutive task draws
+    suite: str = "zoo19"
+    tasks: tuple[str, ...] | None = None  # None: the whole suite
+    regbench: bool = True  # also ablate the zoo suite's RegBench task (TVD)
+    scan_seeds: tuple[int, ...] = (0, 1, 2)  # as `induction scan` / `induction ablate`
+    scan_batch: int = 32
+    tied: bool = False  # looped: ablate a stored head in every pass
+    mode: str = "zero"
+    batch_size: int = 32
+    null_samples: int = 2000  # Monte Carlo draws for the random-ancestor expectation
+    n_boot: int = 2000  # bootstrap resamples of each model's mean drop
+    cache: bool = False  # reuse `induction ablate`'s resume cache (same numbers, resumable)
+
+    @classmethod
+    def fast(cls, **overrides) -> Settings:
+        """Reduced settings: seconds per model on two CPU cores."""
+        base = cls(
+            controls=2,
+            n_items=8,
+            tasks=("copy", "prim_math_depth0"),  # a positive control and one measured task
+            scan_seeds=(0,),
+            scan_batch=8,
+            null_samples=500,
+            n_boot=200,
+        )
+        return replace(base, **overrides)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Settings:
+        """Read :func:`dataclasses.asdict`'s form back (lists become tuples; unknown keys,
+        e.g. from an older JSON, are dropped)."""
+        return cls(
+            **{
+                k: tuple(v) if isinstance(v, list) else v
+                for k, v in data.items()
+                if k in cls.__dataclass_fields__
+            }
+        )

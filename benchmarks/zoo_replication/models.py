@@ -1,0 +1,117 @@
+"""Which models the replication measures: the shipped zoo (``induction/zoo/models``) or any
+folder of ``<family>-s<seed>`` model folders (``--models-dir runs/zoo2``).
+
+A model's family is its folder name minus the seed (``lidas8-s1`` -> ``lidas8``); each family
+maps to one of the source's families (docs/zoo.md: the first zoo's ``dense``/``grown``/
+``looped``/``grown12`` and the fixed-protocol presets ``dense8``/``lidas8``/``looped8``/
+``looped8p``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import SOURCE_FAMILIES
+
+#: Zoo family -> the source's family (Kapl et al. 2025: dense, LIDAS-grown, looped).
+SOURCE_FAMILY = {
+    "dense": "dense",
+    "grown": "lidas",
+    "grown12": "lidas",
+    "looped": "looped",
+    "dense8": "dense",
+    "lidas8": "lidas",
+    "looped8": "looped",
+    "looped8p": "looped",
+}
+#: The first zoo's families measured by default (grown12 has its own benchmark,
+#: ``benchmarks/deep_lineage.py``).
+FAMILIES = ("dense", "grown", "looped")
+_NAME = re.compile(r"^(?P<family>[a-z][a-z0-9_]*)-s(?P<seed>\d+)$")
+
+
+def source_family(family: str) -> str | None:
+    """The source's family of a zoo family: the table above, else by name prefix
+    (``dense*``, ``lidas*``/``grown*``, ``looped*``), else None."""
+    if family in SOURCE_FAMILY:
+        return SOURCE_FAMILY[family]
+    for prefix, fam in (("dense", "dense"), ("lidas", "lidas"), ("grown", "lidas")):
+        if family.startswith(prefix):
+            return fam
+    return "looped" if family.startswith("looped") else None
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    family: str  # zoo family (preset name minus seed)
+    seed: int
+    spec: str  # zoo name or folder
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}-s{self.seed}"
+
+    @property
+    def source_family(self) -> str | None:
+        return source_family(self.family)
+
+
+def family_order(families: Iterable[str]) -> list[str]:
+    """Families in the source's order (dense, LIDAS, looped), then by name."""
+
+    def key(f: str):
+        src = source_family(f)
+        return (SOURCE_FAMILIES.index(src) if src in SOURCE_FAMILIES else 9, f)
+
+    return sorted(dict.fromkeys(families), key=key)
+
+
+def _finished(folder: Path) -> bool:
+    """A loadable model folder; a fixed-protocol run writes ``card.json`` last, so a run
+    still training (``train_config.json`` without ``card.json``) is skipped."""
+    if not (folder / "config.json").is_file():
+        return False
+    return (folder / "card.json").is_file() or not (folder / "train_config.json").is_file()
+
+
+def discover(
+    families: Iterable[str] | None = None,
+    seeds: Iterable[int] | None = None,
+    models_dir: str | Path | None = None,
+    one_per_family: bool = False,
+) -> list[ModelRef]:
+    """The models present, in the source's family order, then seed order.
+
+    ``families`` (default: :data:`FAMILIES` for the shipped zoo, every family with a source
+    counterpart in ``models_dir``); ``models_dir`` reads ``<family>-s<seed>`` folders from
+    another folder (e.g. ``runs/zoo2``); ``one_per_family`` keeps the lowest seed of each.
+    """
+    wanted = None if seeds is None else {int(s) for s in seeds}
+    if models_dir is None:
+        from induction.zoo.registry import zoo_models
+
+        names = [(n, n) for n in zoo_models()]
+        families = FAMILIES if families is None else families
+    else:
+        root = Path(models_dir)
+        names = [(p.name, str(p)) for p in sorted(root.iterdir()) if p.is_dir() and _finished(p)]
+    keep = None if families is None else set(families)
+    refs = []
+    for name, spec in names:
+        m = _NAME.match(name)
+        if not m or source_family(m["family"]) is None:
+            continue
+        if keep is not None and m["family"] not in keep:
+            continue
+        if wanted is not None and int(m["seed"]) not in wanted:
+            continue
+        refs.append(ModelRef(m["family"], int(m["seed"]), spec))
+    order = family_order(r.family for r in refs)
+    refs.sort(key=lambda r: (order.index(r.family), r.seed))
+    if one_per_family:
+        seen: set[str] = set()
+        refs = [r for r in refs if not (r.family in seen or seen.add(r.family))]
+    return refs
