@@ -120,6 +120,9 @@ class FixedTrainConfig:
     first_checkpoint: int = 50
     checkpoint_dtype: str = "float16"  # intermediate checkpoints; the final model is float32
     keep_train_state: str = "last"  # "last": only the latest checkpoint can be resumed; "all"
+    # a bare resume point (training state only, ``checkpoints/state-<N>/``) every this many
+    # steps, so a run stopped between log-spaced checkpoints loses at most this much work
+    state_every: int = 250
     threads: int = 1
 
     @property
@@ -371,6 +374,13 @@ def train_fixed(
                     _checkpoint(out, model, cfg, st, log, plan, opt, start, "post")
             elif out is not None and step in ckpt_steps and step != resumed_at:
                 _checkpoint(out, model, cfg, st, log, plan, opt, start, "")
+            elif (
+                out is not None
+                and cfg.state_every
+                and step % cfg.state_every == 0
+                and step not in (0, resumed_at)
+            ):
+                _resume_state(out, model, cfg, st, log, plan, opt, start)
 
             for group in opt.param_groups:
                 group["lr"] = lr_at(cfg, step)
@@ -535,31 +545,60 @@ def _checkpoint(out: Path, model, cfg, st: _State, log, plan, with_state, start,
         entry["growth"] = card["growth"]
     st.checkpoints.append(entry)
     if with_state is not None:
-        stored = untie_to_stored(model, plan) if plan is not None else model
-        state = {
-            "step": st.step,
-            "model": {k: v.clone() for k, v in stored.state_dict().items()},
-            "optimizer": with_state.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            "counters": asdict(st) | {"seconds": st.seconds + time.time() - start},
-            "log": log.to_json() if log is not None else None,
-        }
-        torch.save(state, tmp / TRAIN_STATE)
+        torch.save(_state_dict(model, st, log, plan, with_state, start), tmp / TRAIN_STATE)
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
     if with_state is not None and cfg.keep_train_state == "last":
-        for other in root.glob(f"*/{TRAIN_STATE}"):
-            if other.parent != final:
-                other.unlink()
+        _drop_older_states(root, keep=final)
+
+
+def _state_dict(model, st: _State, log, plan, opt, start: float) -> dict:
+    """Everything a resume needs; tensors and plain values only, so it loads with
+    ``torch.load(..., weights_only=True)`` (no pickled objects)."""
+    stored = untie_to_stored(model, plan) if plan is not None else model
+    return {
+        "step": st.step,
+        "model": {k: v.clone() for k, v in stored.state_dict().items()},
+        "optimizer": opt.state_dict(),
+        "torch_rng": torch.get_rng_state(),
+        "counters": asdict(st) | {"seconds": st.seconds + time.time() - start},
+        "log": log.to_json() if log is not None else None,
+    }
+
+
+def _resume_state(out: Path, model, cfg, st: _State, log, plan, opt, start) -> None:
+    """A bare resume point, ``checkpoints/state-<N>/training_state.pt``, written atomically;
+    older training states go (``keep_train_state="last"``)."""
+    root = out / CHECKPOINTS
+    root.mkdir(exist_ok=True)
+    tmp, final = root / f".state-{st.step}.tmp", root / f"state-{st.step}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    torch.save(_state_dict(model, st, log, plan, opt, start), tmp / TRAIN_STATE)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    if cfg.keep_train_state == "last":
+        _drop_older_states(root, keep=final)
+
+
+def _drop_older_states(root: Path, keep: Path) -> None:
+    for other in root.glob(f"*/{TRAIN_STATE}"):
+        if other.parent != keep:
+            other.unlink()
+    for bare in root.glob("state-*"):
+        if bare != keep and bare.is_dir() and not any(bare.iterdir()):
+            bare.rmdir()
 
 
 def _resume_point(out: Path) -> Path:
     """The latest checkpoint holding a training state (post-growth beats pre at one step)."""
     found = []
-    for state in (out / CHECKPOINTS).glob(f"step-*/{TRAIN_STATE}"):
-        parts = state.parent.name.split("-")
-        found.append((int(parts[1]), len(parts) == 2, state.parent))
+    for pattern in (f"step-*/{TRAIN_STATE}", f"state-*/{TRAIN_STATE}"):
+        for state in (out / CHECKPOINTS).glob(pattern):
+            parts = state.parent.name.split("-")
+            found.append((int(parts[1]), len(parts) == 2, state.parent))
     if not found:
         raise InputError(f"{out} has no checkpoint to resume from")
     return max(found)[2]
@@ -569,7 +608,7 @@ def _resume(cfg: FixedTrainConfig, out: Path):
     from zoo.train import build_model
 
     folder = _resume_point(out)
-    state = torch.load(folder / TRAIN_STATE, weights_only=False)
+    state = torch.load(folder / TRAIN_STATE, weights_only=True)
     log = DuplicationLog.from_json(state["log"]) if state["log"] is not None else None
     plan = None
     if cfg.family == "looped":
@@ -608,6 +647,8 @@ def _write_final(out: Path, model, card: dict, log, plan) -> None:
     if card["config"]["keep_train_state"] == "last":
         for state in (out / CHECKPOINTS).glob(f"*/{TRAIN_STATE}"):
             state.unlink()
+        for bare in (out / CHECKPOINTS).glob("state-*"):
+            shutil.rmtree(bare)
 
 
 def latest_checkpoint(out: Path) -> int | None:

@@ -291,3 +291,21 @@ def test_build_zoo_resumes_an_unfinished_fixed_model(tmp_path):
     assert build_zoo.build("dense8", 0, dest=dest) == "dense8-s0: resumed from step 10"
     assert json.loads((dest / "dense8-s0" / "card.json").read_text())["steps"] == 12
     assert build_zoo.build("dense8", 0, dest=dest) == "dense8-s0: present"
+
+
+def test_fixed_bare_resume_states_lose_little_work(tmp_path):
+    """Between log-spaced checkpoints a bare training state every ``state_every`` steps is the
+    resume point (loaded with weights_only=True); the result is still bit-identical."""
+    from safetensors.torch import load_file
+
+    from zoo.protocol import latest_checkpoint, train_fixed
+
+    cfg = fixed("dense8", steps=30, state_every=4)
+    train_fixed(cfg, out=tmp_path / "a", progress=False)
+    train_fixed(cfg, out=tmp_path / "b", progress=False, stop_at=27)
+    assert latest_checkpoint(tmp_path / "b") == 24  # not 20, the last log-spaced checkpoint
+    assert [p.name for p in (tmp_path / "b" / "checkpoints").glob("state-*")] == ["state-24"]
+    train_fixed(None, out=tmp_path / "b", progress=False, resume=True)
+    a, b = (load_file(tmp_path / x / "model.safetensors") for x in ("a", "b"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not list((tmp_path / "b" / "checkpoints").glob("state-*"))  # gone once finished
