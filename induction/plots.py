@@ -168,14 +168,23 @@ def static_png(fig: Any, scale: float = 2) -> bytes | None:
         return None
 
 
-def show(fig: Any, *, png: bool = True, scale: float = 2) -> dict:
-    """Display ``fig`` in a notebook: the interactive figure plus a static PNG of it.
+def show(fig: Any, *, png: bool = True, scale: float = 2) -> None:
+    """Display ``fig`` in a notebook: the interactive figure plus a static PNG of it
+    (:func:`mimebundle`). Returns nothing, so a cell ending in ``show(fig)`` shows the figure
+    once."""
+    bundle = mimebundle(fig, png=png, scale=scale)
+    try:
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - outside IPython there is nothing to display
+        return
+    display(bundle, raw=True)
 
-    One ``display_data`` output holds ``application/vnd.plotly.v1+json`` (interactive where
-    the front end renders plotly), ``image/png`` (GitHub, nbconvert HTML, any viewer without
+
+def mimebundle(fig: Any, *, png: bool = True, scale: float = 2) -> dict:
+    """One ``display_data`` bundle: ``application/vnd.plotly.v1+json`` (interactive where the
+    front end renders plotly), ``image/png`` (GitHub, nbconvert HTML, any viewer without
     plotly's JavaScript) and ``text/plain``. Without kaleido and a browser the PNG is left
-    out (with a warning) and the output stays interactive only. Returns the bundle.
-    """
+    out (with a warning) and the figure stays interactive only."""
     import base64
     import warnings
 
@@ -194,9 +203,4 @@ def show(fig: Any, *, png: bool = True, scale: float = 2) -> dict:
             )
         else:
             bundle["image/png"] = base64.b64encode(data).decode("ascii")
-    try:
-        from IPython.display import display
-    except ImportError:  # pragma: no cover - outside IPython there is nothing to display
-        return bundle
-    display(bundle, raw=True)
     return bundle

@@ -119,13 +119,13 @@ def test_notebook_show_attaches_a_static_png(monkeypatch):
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
     fig = go.Figure(go.Heatmap(z=[[0, 1], [1, 0]]), layout={"title": "t"})
     monkeypatch.setattr(plots, "static_png", lambda fig, scale=2: b"\x89PNG fake")
-    bundle = plots.show(fig)
-    assert shown == [bundle]
+    plots.show(fig)
+    (bundle,) = shown
     assert set(bundle) == {"application/vnd.plotly.v1+json", "image/png", "text/plain"}
     assert "text/html" not in bundle  # GitHub and nbconvert would pick it over the PNG
     monkeypatch.setattr(plots, "static_png", lambda fig, scale=2: None)
     with pytest.warns(UserWarning, match="kaleido"):
-        bundle = plots.show(fig)
+        bundle = plots.mimebundle(fig)
     assert "image/png" not in bundle and "application/vnd.plotly.v1+json" in bundle
 
 
