@@ -56,10 +56,9 @@ def sweep(
         str | None,
         typer.Option(
             "--ray",
-            help="Run each model as a Ray task; ADDRESS of a cluster, or no value for a local "
-            "instance.",
-            flag_value="local",
-            is_flag=False,
+            help="Run each model as a Ray task: 'local' starts a local instance; else a "
+            "cluster's address (auto, ray://host:10001).",
+            metavar="ADDRESS",
         ),
     ] = None,
     device: DeviceOpt = "auto",
