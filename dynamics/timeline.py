@@ -225,11 +225,17 @@ def build_timeline(
     formed = heads.copy()
     formed.insert(0, "model", model)
     formed["rank"] = formed["final"].rank(ascending=False, method="first").astype(int)
-    formed_steps = []
+    formed_at = []  # position of the formation checkpoint in ``order``
     for la, h in heads[["layer", "head"]].itertuples(index=False):
         s = series[(series["layer"] == la) & (series["head"] == h)]
-        formed_steps.append(formation_step(list(s["step"]), list(s["value"]), threshold))
-    formed["formed_step"] = pd.array(formed_steps, dtype="Int64")
+        formed_at.append(formation_step(list(range(len(s))), list(s["value"]), threshold))
+    steps = order["step"].tolist()
+    formed["formed_step"] = pd.array(
+        [steps[p] if p is not None else None for p in formed_at], dtype="Int64"
+    )
+    formed["formed_checkpoint"] = [
+        order["checkpoint"].iloc[p] if p is not None else None for p in formed_at
+    ]
     if growth and final_stage > 0:
         first = growth[0]
         pre = order[(order["step"] == first) & (order["growth"] == "before")]
@@ -247,8 +253,9 @@ def build_timeline(
         formed["ancestor"] = [
             f"L{a}H{h}" if a is not None else None for a, h in zip(anc_layers, formed["head"])
         ]
+        last_stage0 = max(i for i, st in enumerate(stages) if st == 0)
         formed["ancestor_formed_before_growth"] = [
-            s is not None and s < first for s in formed_steps
+            p is not None and p <= last_stage0 for p in formed_at
         ]
         formed["score_pre_growth"] = pd.array(pre_vals, dtype="Float64")
         formed["score_post_growth"] = pd.array(post_vals, dtype="Float64")
