@@ -49,6 +49,9 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("induction.views_cli", "show", None),
     ("circuits.cli", "circuits", None),
     ("circuits.cli", "effects", None),
+    ("induction.depth_cli", "depth", None),
+    ("dynamics.cli", "sweep", None),
+    ("dynamics.cli", "timeline", None),
 ]
 
 

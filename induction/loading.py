@@ -232,8 +232,12 @@ def load_model(
     tokenizer: Any = None,
     threads: int | None = None,
     verbose: bool | None = None,
+    revision: str | None = None,
 ) -> LoadedModel:
     """Load ``spec`` (zoo name, folder, .gguf file, hub name or PreTrainedModel) into a bridge.
+
+    ``revision`` (a branch, tag or commit of a hub repository, such as Pythia's ``step1000``)
+    applies to hub names only; it is looked up in the local hub cache first, then downloaded.
 
     ``dtype`` None means float32 for checkpoints read from disk and the model's own dtype for a
     PreTrainedModel object. ``device_map`` (e.g. ``"auto"``) spreads the model over several
@@ -248,12 +252,16 @@ def load_model(
     """
     thread_count(None, threads)  # a bad value fails before the (slow) load
     with quiet_loading(verbose):
-        loaded = _load_model(spec, device, dtype, trust_remote_code, device_map, tokenizer)
+        loaded = _load_model(
+            spec, device, dtype, trust_remote_code, device_map, tokenizer, revision
+        )
     apply_thread_policy(loaded.info, threads)
     return loaded
 
 
-def _load_model(spec, device, dtype, trust_remote_code, device_map, tokenizer) -> LoadedModel:
+def _load_model(
+    spec, device, dtype, trust_remote_code, device_map, tokenizer, revision=None
+) -> LoadedModel:
     torch_dtype = resolve_dtype(dtype)
     if device_map is not None:
         if device not in (None, "auto"):
@@ -263,6 +271,11 @@ def _load_model(spec, device, dtype, trust_remote_code, device_map, tokenizer) -
         dev = resolve_device(device)
 
     ms = resolve_spec(spec)
+    if revision is not None and ms.kind != "hub":
+        raise ModelLoadError(
+            f"a revision ({revision!r}) applies to hub names only; {ms.text!r} is a "
+            f"{ms.kind.replace('_', ' ')}: drop the revision or pass the hub name (org/name)"
+        )
     if ms.kind == "object":
         if is_loaded_model(ms.obj):
             raise ModelLoadError(
@@ -279,7 +292,7 @@ def _load_model(spec, device, dtype, trust_remote_code, device_map, tokenizer) -
         return _load_folder(
             ms.path, ms.name, "folder", dev, torch_dtype, device_map, trust_remote_code
         )
-    return _load_hub(ms.text, dev, torch_dtype, device_map, trust_remote_code)
+    return _load_hub(ms.text, dev, torch_dtype, device_map, trust_remote_code, revision)
 
 
 # --------------------------------------------------------------------------- folders
@@ -577,32 +590,65 @@ def _hub_offline_env() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 
-def _load_hub(name: str, dev, dtype, device_map, trust_remote_code: bool) -> LoadedModel:
-    """Resolve a hub name to a snapshot folder (cache first, then download) and load it."""
+def hub_patterns(trust_remote_code: bool = False) -> list[str]:
+    """The files of a hub repository the loader fetches."""
+    patterns = ["*.json", "*.safetensors", "*.model", "*.txt"]
+    return patterns + (["*.py"] if trust_remote_code else [])
+
+
+def cached_hub_snapshot(
+    name: str, revision: str | None = None, trust_remote_code: bool = False
+) -> Path | None:
+    """The local hub cache's snapshot folder of ``name`` at ``revision``, None when absent
+    (nothing is downloaded)."""
     from huggingface_hub import snapshot_download
 
-    patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.py" if trust_remote_code else ""]
-    patterns = [p for p in patterns if p]
     try:
-        folder = snapshot_download(name, allow_patterns=patterns, local_files_only=True)
+        return Path(
+            snapshot_download(
+                name,
+                revision=revision,
+                allow_patterns=hub_patterns(trust_remote_code),
+                local_files_only=True,
+            )
+        )
     except Exception:
-        folder = None
+        return None
+
+
+def _load_hub(
+    name: str, dev, dtype, device_map, trust_remote_code: bool, revision: str | None = None
+) -> LoadedModel:
+    """Resolve a hub name (at ``revision``) to a snapshot folder (cache first, then download)
+    and load it."""
+    from huggingface_hub import snapshot_download
+
+    at = f" revision {revision!r}" if revision is not None else ""
+    folder = cached_hub_snapshot(name, revision, trust_remote_code)
     if folder is None:
         if _hub_offline_env() or not _hub_reachable():
             raise ModelLoadError(
-                f"{name!r} is not a zoo model or local path, and the Hugging Face hub is "
-                "unreachable (offline); pass a local checkpoint folder or a .gguf file"
+                f"{name!r}{at} is not a zoo model or local path, nor in the local hub cache, "
+                "and the Hugging Face hub is unreachable (offline); pass a local checkpoint "
+                "folder or a .gguf file"
             )
         try:
-            folder = snapshot_download(name, allow_patterns=patterns)
+            folder = Path(
+                snapshot_download(
+                    name, revision=revision, allow_patterns=hub_patterns(trust_remote_code)
+                )
+            )
         except Exception as e:
             msg = one_line(e)
             if "401" in msg or "403" in msg or "gated" in msg.lower():
                 msg = "access denied (gated or private: set HF_TOKEN)"
+            elif "RevisionNotFound" in type(e).__name__ or "revision" in msg.lower():
+                msg = f"no revision {revision!r} in that repository"
             elif "404" in msg or "RepositoryNotFound" in type(e).__name__:
                 msg = "no such repository on the hub"
-            raise ModelLoadError(f"cannot download {name!r}: {msg}") from None
-    return _load_folder(Path(folder), name, "hub", dev, dtype, device_map, trust_remote_code)
+            raise ModelLoadError(f"cannot download {name!r}{at}: {msg}") from None
+    shown = f"{name}@{revision}" if revision is not None else name
+    return _load_folder(folder, shown, "hub", dev, dtype, device_map, trust_remote_code)
 
 
 # --------------------------------------------------------------------------- bridge + info

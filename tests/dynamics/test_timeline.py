@@ -1,0 +1,89 @@
+"""Formation timeline: formation steps on synthetic rows, growth, ancestry, the CLI."""
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from dynamics.timeline import build_timeline, formation_step
+from induction.cli import app
+from lineage.log import DuplicationLog
+
+
+def test_formation_step_is_the_first_crossing_that_stays():
+    assert formation_step([0, 1, 2, 3], [0.1, 0.5, 0.3, 0.6]) == 3
+    assert formation_step([0, 1, 2], [0.5, 0.45, 0.4]) == 0
+    assert formation_step([0, 1, 2], [0.5, 0.6, 0.2]) is None
+    assert formation_step([0, 1], [0.5, float("nan")]) is None
+    assert formation_step([], []) is None
+
+
+def _rows(ckpts, heads):
+    """ckpts: (checkpoint, step, growth, stage, depth); heads: {(ck, layer, head): value}."""
+    out = []
+    for ck, step, growth, stage, depth in ckpts:
+        for (c, layer, head), v in heads.items():
+            if c == ck:
+                out.append((ck, step, growth, stage, depth, layer, head, "induction", v))
+        out.append((ck, step, growth, stage, depth, None, None, "loss_repeat", 1.0 / (step + 1)))
+    cols = ["checkpoint", "step", "growth", "stage", "depth", "layer", "head", "score", "value"]
+    df = pd.DataFrame(out, columns=cols)
+    df["model"], df["spec"], df["std"] = "m", "nowhere", None
+    return df.astype({"step": "Int64", "stage": "Int64", "layer": "Int64", "head": "Int64"})
+
+
+def test_dense_timeline():
+    ck = [("step-0", 0, None, 0, 1), ("step-5", 5, None, 0, 1), ("final", 9, None, 0, 1)]
+    vals = {("step-0", 0, 0): 0.1, ("step-5", 0, 0): 0.6, ("final", 0, 0): 0.7}
+    vals |= {("step-0", 0, 1): 0.5, ("step-5", 0, 1): 0.2, ("final", 0, 1): 0.1}
+    tl = build_timeline(_rows(ck, vals))
+    f = tl.formed.set_index("head")
+    assert f.loc[0, "formed_step"] == 5 and pd.isna(f.loc[1, "formed_step"])
+    assert f.loc[0, "rank"] == 1 and tl.growth == [] and len(tl.loss) == 3
+    assert "1 of 2 heads formed" in tl.sentence() and tl.figure().data
+
+
+def test_grown_timeline_follows_ancestors_across_growth():
+    # 1 layer -> 2 layers (layer 1 a copy of layer 0) at step 10
+    event = {"step": 10, "operator": "copy", "depth_before": 1, "depth_after": 2, "source": [0, 1]}
+    event["insert_at"] = 1
+    event["layer_map"] = [[[0, 1.0]], [[0, 1.0]]]
+    fmt = {"format": "induction-workbench/duplication-log", "version": 1, "initial_depth": 1}
+    log = DuplicationLog.from_json({**fmt, "events": [event]})
+    ck = [
+        ("step-0", 0, None, 0, 1),
+        ("step-10-pre", 10, "before", 0, 1),
+        ("step-10", 10, "after", 1, 2),
+        ("final", 20, None, 1, 2),
+    ]
+    vals = {("step-0", 0, 0): 0.1, ("step-10-pre", 0, 0): 0.5}
+    vals |= {("step-10", 0, 0): 0.45, ("step-10", 1, 0): 0.5}
+    vals |= {("final", 0, 0): 0.2, ("final", 1, 0): 0.8}
+    tl = build_timeline(_rows(ck, vals), duplication_log=log)
+    assert tl.growth == [10]
+    f = tl.formed.set_index("layer")
+    assert f.loc[1, "ancestor"] == "L0H0" and f.loc[1, "formed_step"] == 10
+    assert bool(f.loc[1, "ancestor_formed_before_growth"])
+    assert f.loc[1, "score_pre_growth"] == 0.5 and f.loc[1, "score_post_growth"] == 0.5
+    assert pd.isna(f.loc[0, "formed_step"])
+    assert "1 of the top 2 heads descend" in tl.sentence()
+
+
+def test_timeline_cli(tiny_run, tmp_path):
+    from dynamics.sweep import SweepSettings, sweep
+
+    ds = tmp_path / "ds"
+    sweep([str(tiny_run)], ds, settings=SweepSettings(seeds=1, batch=4, loss=True), progress=False)
+    runner = CliRunner()
+    out, table = tmp_path / "t.html", tmp_path / "formed.csv"
+    args = ["timeline", str(ds), "--out", str(out), "--table", str(table)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "growth at step 10" in result.output and out.is_file()
+    formed = pd.read_csv(table)
+    assert len(formed) == 64 and "ancestor_formed_before_growth" in formed
+    for bad, message in (
+        (["timeline", str(tmp_path / "none"), "--out", str(out)], "no sweep dataset"),
+        (["timeline", str(ds), "--model", "x", "--out", str(out)], "no model 'x'"),
+        (["timeline", str(ds), "--out", str(tmp_path / "t.txt")], "unknown suffix"),
+    ):
+        result = runner.invoke(app, bad)
+        assert result.exit_code == 2 and message in result.output, result.output
