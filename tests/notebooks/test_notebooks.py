@@ -24,7 +24,7 @@ NEEDED = {"dense", "grown", "looped", "grown12"}
 
 def test_notebooks_exist():
     names = [p.name for p in NOTEBOOKS]
-    for stem in ("01_detect", "02_lineage", "03_ablation", "04_replication"):
+    for stem in ("01_detect", "02_lineage", "03_ablation", "04_replication", "05_dynamics"):
         assert any(n.startswith(stem) for n in names), names
 
 
