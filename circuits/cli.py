@@ -48,34 +48,28 @@ def _seeds(text: str):
 
 def _common(model: str, batch: int, mode: str, reference: str, out: Path | None, threads):
     from circuits.patching import check_mode
-    from induction.io import TABLE_SUFFIXES, refuse_overwrite_input
+    from induction.io import TABLE_SUFFIXES, check_output_path
 
     if batch <= 0:
         raise InputError(f"--batch must be a positive integer, got {batch}")
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
     check_mode(mode, reference)
-    if out is not None:
-        if out.suffix.lower() not in TABLE_SUFFIXES:
-            raise InputError(
-                f"--out {out}: unknown table format {out.suffix or '(none)'!r}; "
-                f"use one of {', '.join(TABLE_SUFFIXES)}"
-            )
-        model_path = Path(model).expanduser()
-        refuse_overwrite_input(out, *([model_path] if model_path.exists() else []))
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+
+
+def _claim(model: str, outputs: dict) -> None:
+    """Before any work: no output over an input (the model's files), none claimed by a
+    concurrent run; stale temporaries of earlier killed runs are cleaned."""
+    from induction.io import model_inputs, prepare_outputs
+
+    prepare_outputs(outputs, model_inputs(model))
 
 
 def _load(model: str, device: str, dtype, threads):
-    import torch
-
     from induction.loading import load_model
 
-    if threads is not None:
-        torch.set_num_threads(threads)
-    loaded = load_model(model, device=device, dtype=dtype)
-    if threads is None and loaded.info.source == "zoo" and loaded.info.device.startswith("cpu"):
-        torch.set_num_threads(1)  # tiny matrices gain nothing from more threads
-    return loaded
+    return load_model(model, device=device, dtype=dtype, threads=threads)  # thread policy
 
 
 def circuits(
@@ -131,6 +125,7 @@ def circuits(
         raise InputError(f"--graph {graph}: use one of {', '.join(GRAPH_SUFFIXES)}")
     if plot is not None and plot.suffix.lower() not in (".html", ".png"):
         raise InputError(f"--plot {plot}: use a .html or .png file name")
+    _claim(model, {"--out": out, "--plot": plot, "--graph": graph})
 
     from circuits.finder import induction_circuits
 
@@ -149,16 +144,16 @@ def circuits(
     print_circuits(result, partners)
     if out is not None:
         result.save(out)
-        typer.echo(f"wrote {out}")
+        typer.echo(f"wrote {out}", err=True)
     if plot is not None:
         result.plot(plot)
-        typer.echo(f"wrote {plot}")
+        typer.echo(f"wrote {plot}", err=True)
     if graph is not None:
         if result.lineage is None:
             typer.echo("note: no duplication log: no circuit lineage graph written", err=True)
         else:
             result.lineage.export(graph)
-            typer.echo(f"wrote {graph}")
+            typer.echo(f"wrote {graph}", err=True)
 
 
 def print_circuits(result, partners: int = 3) -> None:
@@ -239,6 +234,7 @@ def effects(
         raise InputError(f"--top must be >= 1, got {top}")
     if plot is not None and plot.suffix.lower() not in (".html", ".png"):
         raise InputError(f"--plot {plot}: use a .html or .png file name")
+    _claim(model, {"--out": out, "--plot": plot})
 
     from circuits.effects import head_effects
 
@@ -281,7 +277,7 @@ def effects(
     typer.echo(line)
     if out is not None:
         result.save(out)
-        typer.echo(f"wrote {out}")
+        typer.echo(f"wrote {out}", err=True)
     if plot is not None:
         result.plot(plot)
-        typer.echo(f"wrote {plot}")
+        typer.echo(f"wrote {plot}", err=True)

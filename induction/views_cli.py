@@ -54,11 +54,12 @@ def show(
         raise InputError(f"--out {out} is a folder; pass a file path")
     if prompt is not None and not prompt.strip():
         raise InputError("empty prompt: pass some text to --prompt, or leave --prompt out")
-    from induction.io import refuse_overwrite_input
+    from induction.io import check_output_path, model_inputs, prepare_outputs
     from induction.loading import load_model
-    from induction.plots import save_figure
+    from induction.plots import FIGURE_SUFFIXES, save_figure
 
-    refuse_overwrite_input(out, model if Path(model).exists() else None)
+    check_output_path(out, FIGURE_SUFFIXES, "--out")
+    prepare_outputs({"--out": out}, model_inputs(model))
     from induction.views import show_patterns
 
     loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)

@@ -604,6 +604,12 @@ CASES: list[Case] = [
     C("A30", f"{ABL} --plot {{d}}/r.png", None, "--plot"),
     C("A31", f"{ABL} --out {{good}}/config.json", None, "is an input"),
     C("A31c", "ablate {grown} --no-cache --out {grown}/initial/card.json", None, "is an input"),
+    # the circuit, effect and pattern commands follow the same output rules
+    C("V01", "circuits {good} --out {good}/config.json", None, "is an input"),
+    C("V02", "effects {good} --out /sys/e.csv", None, "/sys"),
+    C("V03", "circuits {good} --plot p.pdf", None, "--plot"),
+    C("V04", "show {good} --heads L0H0 --out {good}/config.html", None, "is an input"),
+    C("V05", "show {good} --heads L9H0 --out v.html", None, "L9H0"),
     C("A32", f"{ABL} --suite paper19 --data-dir {{d}}/f", lambda e: e.file("f", "x")),
     C("P04", f"{ABL} --threads 0", None, "--threads"),
     *[
