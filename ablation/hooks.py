@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
+from jaxtyping import Float, Int
+from torch import Tensor
 
 from induction.errors import InputError
 
@@ -65,14 +67,14 @@ class HeadMeans:
     ``[n_pos, n_heads, d_head]``.
     """
 
-    overall: dict[int, torch.Tensor]
-    per_position: dict[int, torch.Tensor] = field(default_factory=dict)
+    overall: dict[int, Float[Tensor, "head d_head"]]
+    per_position: dict[int, Float[Tensor, "pos head d_head"]] = field(default_factory=dict)
 
 
 @torch.no_grad()
 def head_means(
     model,
-    batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    batches: Iterable[tuple[Int[Tensor, "batch seq"], Int[Tensor, "batch seq"]]],
     layers: Iterable[int],
     per_position: bool = False,
 ) -> HeadMeans:
@@ -89,7 +91,9 @@ def head_means(
     count = 0
     state: dict[str, torch.Tensor] = {}
 
-    def grab(z: torch.Tensor, hook) -> torch.Tensor:
+    def grab(
+        z: Float[Tensor, "batch seq head d_head"], hook
+    ) -> Float[Tensor, "batch seq head d_head"]:
         layer = int(hook.name.split(".")[1])
         mask = state["mask"].to(z.dtype)[:, :, None, None]
         zf = (z * mask).float()
@@ -161,7 +165,7 @@ class HeadAblation:
         self.mode = mode
         self.means = means
         self.mean_over = mean_over
-        self.positions: torch.Tensor | None = None
+        self.positions: Int[Tensor, "batch seq"] | None = None
         self.by_layer: dict[int, list[int]] = {}
         for layer, head in self.heads:
             self.by_layer.setdefault(layer, []).append(head)
@@ -169,7 +173,9 @@ class HeadAblation:
     def _hook(self, layer: int):
         idx = self.by_layer[layer]
 
-        def fn(z: torch.Tensor, hook) -> torch.Tensor:
+        def fn(
+            z: Float[Tensor, "batch seq head d_head"], hook
+        ) -> Float[Tensor, "batch seq head d_head"]:
             z = z.clone()
             if self.mode == "zero":
                 z[:, :, idx, :] = 0
