@@ -26,6 +26,7 @@ from induction.errors import InputError
 
 if TYPE_CHECKING:
     from induction.loading import LoadedModel
+    from induction.specs import ModelLike
 
 #: Share of prompt tokens mapped to the tokenizer's unknown token above which a suite is
 #: refused as unreadable ("mostly unknown": natural-language tasks on the zoo's vocabulary).
@@ -92,7 +93,7 @@ class AblationResult:
 
 
 def ablate(
-    model: Any,
+    model: ModelLike,
     config: AblationConfig | None = None,
     *,
     device: str = "auto",

@@ -21,6 +21,11 @@ helps in-context copying), averaged over the prompts.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from induction.specs import ModelLike
+
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -289,7 +294,7 @@ class EffectsResult:
 
 
 def head_effects(
-    model: Any,
+    model: ModelLike,
     *,
     mode: str = "zero",
     reference: str = "task",

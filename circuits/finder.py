@@ -24,6 +24,11 @@ the key path is unavailable).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from induction.specs import ModelLike
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -268,7 +273,7 @@ def _key_path_drops(
 
 
 def induction_circuits(
-    model: Any,
+    model: ModelLike,
     *,
     threshold: float = 0.4,
     top: int | None = None,

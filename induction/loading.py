@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
 
     from induction.looped import LoopPlan
+    from induction.specs import ModelLike
 
 #: Band of token ids used for random-token prompts on real tokenizers: TransformerLens's
 #: induction eval draws from [100, 20000); clipped to the vocabulary and moved off any special
@@ -223,7 +224,7 @@ def quiet_libraries() -> None:
 
 
 def load_model(
-    spec: Any,
+    spec: ModelLike,
     device: str | torch.device = "auto",
     dtype: str | torch.dtype | None = None,
     trust_remote_code: bool = False,

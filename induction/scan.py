@@ -78,6 +78,8 @@ if TYPE_CHECKING:
     from jaxtyping import Float
     from torch import Tensor
 
+    from induction.specs import ModelLike
+
 
 @dataclass(frozen=True)
 class ScanConfig:
@@ -294,7 +296,7 @@ def _config(config: ScanConfig | Mapping[str, Any] | None, kwargs: dict[str, Any
 
 
 def scan(
-    model: Any, config: ScanConfig | Mapping[str, Any] | None = None, /, **kwargs: Any
+    model: ModelLike, config: ScanConfig | Mapping[str, Any] | None = None, /, **kwargs: Any
 ) -> ScanResult:
     """Score every head (layer, head) of ``model`` on repeated random tokens.
 
@@ -381,7 +383,7 @@ def scan(
 
 
 def induction_scores(
-    model: Any,
+    model: ModelLike,
     *,
     seq_len: int | None = None,
     batch: int = 32,

@@ -18,9 +18,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from induction.errors import ModelLoadError
+
+if TYPE_CHECKING:
+    from transformer_lens.model_bridge import TransformerBridge
+    from transformers import PreTrainedModel
+
+    from induction.loading import LoadedModel
 
 #: Spec kinds in precedence order.
 KINDS = ("object", "packaged_gguf", "zoo", "folder", "gguf_file", "hub")
@@ -37,6 +43,13 @@ PACKAGED_GGUF = {
 
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WHAT = "`induction models` lists what can be loaded"
+
+#: What every entry point takes as a model: a spec (zoo name, folder, ``.gguf``, hub name,
+#: ``smollm2``), a resolved :class:`ModelSpec`, a ``transformers.PreTrainedModel``, a loaded
+#: model, or (for the detector) a bare TransformerLens bridge.
+ModelLike: TypeAlias = (
+    "str | os.PathLike[str] | ModelSpec | PreTrainedModel | LoadedModel | TransformerBridge"
+)
 
 
 class SpecNotFoundError(ModelLoadError):

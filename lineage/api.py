@@ -23,7 +23,7 @@ from lineage.summary import INDUCTION_THRESHOLD
 if TYPE_CHECKING:
     from induction.checkpoint import ConfigFacts
     from induction.loading import LoadedModel
-    from induction.specs import ModelSpec
+    from induction.specs import ModelLike, ModelSpec
 
 
 # --------------------------------------------------------------------------- the model
@@ -408,7 +408,7 @@ def _scan(loaded, cfg: TraceConfig):
 # --------------------------------------------------------------------------- trace
 
 
-def trace(model: Any = "grown", config: TraceConfig | None = None, **options) -> TraceResult:
+def trace(model: ModelLike = "grown", config: TraceConfig | None = None, **options) -> TraceResult:
     """Trace the ``top`` heads of ``model`` back to their ancestors at ``stage``.
 
     ``options`` are :class:`TraceConfig` fields (``scores``, ``top``, ``initial_scores``,
