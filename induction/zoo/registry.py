@@ -15,8 +15,13 @@ from pathlib import Path
 from induction.errors import ModelLoadError
 
 MODELS_DIR = Path(__file__).parent / "models"
-#: Shipped families; ``grown12`` is grown by two LIDAS stages (4 -> 8 -> 12 layers).
-FAMILIES = ("dense", "grown", "looped", "grown12")
+#: The first zoo's families (growth gated on a measured head; docs/results.md says why they
+#: cannot test the source's claim); ``grown12`` is grown by two LIDAS stages (4 -> 8 -> 12).
+FIRST_ZOO = ("dense", "grown", "looped", "grown12")
+#: The fixed-protocol families (docs/zoo.md), shipped as their seeds finish training; the
+#: first seed of each ships its checkpoint series under ``checkpoints/``.
+FIXED_PROTOCOL = ("dense8", "lidas8", "looped8", "looped8p")
+FAMILIES = FIRST_ZOO + FIXED_PROTOCOL
 DEFAULT_MODEL = "grown"
 _NAME = re.compile(r"^(?P<family>[a-z]+\d*[a-z]?)-s(?P<seed>\d+)$")  # looped8p-s0
 
