@@ -28,6 +28,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from ablation.baselines import UNIFORM_P, chance_check, mode, position_uniformity
 from ablation.metrics import digits_match, get_metric, spelled_number
 from ablation.tasks import SUITE_SPECS, default_suite, load_suite, zoo19
 from induction.zoo import corpus
@@ -38,32 +39,14 @@ N = 2000
 DIGITS = set(V.DIGITS)
 
 
-def tolerance(chance) -> float:
-    p = np.asarray(chance, dtype=float)
-    return 3 * np.sqrt(np.sum(p * (1 - p))) / len(p) + 0.01
-
-
 def assert_chance(name: str, hits, chance, one_sided: bool = False) -> None:
-    hits, chance = np.asarray(hits, dtype=float), np.asarray(chance, dtype=float)
-    gap, tol = hits.mean() - chance.mean(), tolerance(chance)
-    ok = gap <= tol if one_sided else abs(gap) <= tol
-    assert ok, f"{name}: {hits.mean():.3f} vs chance {chance.mean():.3f} (tolerance {tol:.3f})"
+    check = chance_check(name, hits, chance, one_sided)
+    assert check.ok, str(check)
 
 
 def assert_uniform(name: str, ranks, sizes, seed: int = 0) -> None:
-    from scipy.stats import chisquare
-
-    ranks, sizes = np.asarray(ranks, dtype=float), np.asarray(sizes, dtype=float)
-    assert np.all((ranks >= 0) & (ranks < sizes))
-    u = (ranks + np.random.default_rng(seed).random(len(ranks))) / sizes
-    counts = np.histogram(u, bins=10, range=(0, 1))[0]
-    p = chisquare(counts).pvalue
-    assert p > 0.001, f"{name}: not uniform (chi-square p = {p:.2g}, {counts})"
-
-
-def mode(values):
-    counts = Counter(values)
-    return max(values, key=lambda v: (counts[v], -values.index(v)))
+    p, counts = position_uniformity(ranks, sizes, seed)
+    assert p > UNIFORM_P, f"{name}: not uniform (chi-square p = {p:.2g}, {counts})"
 
 
 def best_fixed(train: list[dict], key: str):
