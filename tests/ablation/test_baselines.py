@@ -10,7 +10,7 @@ def test_chance_check_catches_a_rule_above_chance():
     chance = np.full(2000, 0.1)
     assert chance_check("blind", rng.random(2000) < 0.1, chance).ok
     check = chance_check("shortcut", rng.random(2000) < 0.3, chance)
-    assert not check.ok and "shortcut: 0.3" in str(check)
+    assert not check.ok and str(check).startswith("shortcut: 0.29")
     assert chance_check("reads content", rng.random(2000) < 0.02, chance, one_sided=True).ok
 
 
