@@ -53,6 +53,10 @@ def build(family: str, seed: int, dest: Path = MODELS) -> str:
             )
             done = f"{out.name}: trained"
         _run(code, dest.parent / f"build-{family}-s{seed}.log")
+        if seed != 0 and (out / "card.json").is_file():
+            # only the first seed ships its checkpoint series; the others regenerate it
+            shutil.rmtree(out / "checkpoints", ignore_errors=True)
+            done += " (checkpoints dropped: only seed 0 ships them)"
         return done
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
