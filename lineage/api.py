@@ -359,12 +359,21 @@ def ancestor_scores(traced: TracedModel, lin, stage: int, cfg: TraceConfig):
 
 
 def shipped_stage(folder: Path | None, stage: int) -> str | None:
-    """Grown zoo models ship their pre-growth networks: ``initial/`` for stage 0,
-    ``stage<k>/`` for the network just before the (k+1)-th growth (see ``zoo.train``)."""
+    """The network just before the (stage+1)-th growth, when the model folder ships it: the
+    first zoo's ``initial/`` (stage 0) and ``stage<k>/``, or a fixed-protocol run's
+    ``checkpoints/step-<N>-pre/`` (the k-th of them in step order; docs/zoo.md)."""
     if folder is None:
         return None
     shipped = Path(folder) / ("initial" if stage == 0 else f"stage{stage}")
-    return str(shipped) if (shipped / "config.json").is_file() else None
+    if (shipped / "config.json").is_file():
+        return str(shipped)
+    pre = sorted(
+        (p for p in (Path(folder) / "checkpoints").glob("step-*-pre") if p.name[5:-4].isdigit()),
+        key=lambda p: int(p.name[5:-4]),
+    )
+    if stage < len(pre) and (pre[stage] / "config.json").is_file():
+        return str(pre[stage])
+    return None
 
 
 def write_outputs(result: TraceResult, cfg: TraceConfig) -> None:

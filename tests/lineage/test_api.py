@@ -61,3 +61,14 @@ def test_render_prints_the_tables(result):
     text = console.export_text()
     assert "6 of the 6 strongest heads descend from 2 ancestors" in text
     assert "Top 6 heads by induction" in text and "Ancestors (stage 0)" in text
+
+
+def test_a_fixed_protocol_run_ships_its_pre_growth_network():
+    """lidas8's pre-growth network is ``checkpoints/step-1000-pre`` (not ``initial/``); the
+    trace finds it and scores the ancestors on it."""
+    from induction.zoo.registry import zoo_path
+    from lineage.api import shipped_stage
+
+    folder = zoo_path("lidas8-s0")
+    assert shipped_stage(folder, 0) == str(folder / "checkpoints" / "step-1000-pre")
+    assert shipped_stage(folder, 1) is None
