@@ -3,7 +3,6 @@ benchmarks alike (:func:`ablation.ablate` takes an :class:`AblationConfig`)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
@@ -88,8 +87,6 @@ class AblationConfig:
             if value is not None and (not isinstance(value, int) or value < low):
                 flag = "--" + name.replace("_", "-")
                 raise InputError(f"{flag} must be an integer >= {low}, got {value!r}")
-        if isinstance(self.frac, float) and math.isnan(self.frac):
-            raise InputError("--frac is NaN; e.g. --frac 0.2")
         if self.lm_eval is not None:
             if not self.lm_eval or not all(isinstance(n, str) and n for n in self.lm_eval):
                 raise InputError(

@@ -288,7 +288,7 @@ def run_lm_eval(
     from lm_eval.evaluator import evaluate
 
     from ablation.lm_eval_model import AblatedLM
-    from ablation.run import RunResult, _progress
+    from ablation.run import RunResult, _progress, run_meta
     from ablation.selection import describe
 
     cache = cache or ResultCache(None)
@@ -331,19 +331,10 @@ def run_lm_eval(
                 cache.put(key, res)
                 results[_key(task)][label] = res
             advance()
-    meta = {
-        "model": loaded.info.name,
-        "selection": plan.selection,
-        "heads": describe(plan.target),
-        "controls": [describe(c) for c in plan.controls],
-        "mode": mode,
-        "mean_over": mean_over if mode == "mean" else None,
-        "tied": plan.tied,
-        "lm_eval": suite.names,
-        "lm_eval_version": _version(),
-        "engine_seconds": round(lm.engine.timer.total_s or lm.engine.timer.forward_s, 2),
-        "forward_seconds": round(lm.engine.timer.forward_s, 2),
-    }
+    timer = lm.engine.timer
+    meta = run_meta(
+        loaded, plan, mode, mean_over, timer.total_s or timer.forward_s, timer.forward_s
+    ) | {"lm_eval": suite.names, "lm_eval_version": _version()}
     n_cached = sum(len(r.by_label) for r in results.values()) - sum(len(m) for *_, m in todo)
     return RunResult(
         tasks=list(suite.tasks), plan=plan, results=results, meta=meta, cached=n_cached

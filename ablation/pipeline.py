@@ -116,8 +116,7 @@ def ablate(
     from ablation.run import default_cache_path, run_ablation
     from ablation.tasks import SUITES, default_suite
 
-    cfg = (config or AblationConfig()).with_(**overrides) if overrides else config
-    cfg = cfg or AblationConfig()
+    cfg = (config or AblationConfig()).with_(**overrides)
     say = log or (lambda _msg: None)
     if cfg.lm_eval is not None:
         return _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log)

@@ -251,7 +251,14 @@ def run_ablation(
             res.heads = describe(hooked)
             cache.put(key, res)
             results[task_key(prep.task)][label] = res
-    meta = {
+    meta = run_meta(loaded, plan, mode, mean_over, engine.timer.total_s, engine.timer.forward_s)
+    n_cached = sum(len(r.by_label) for r in results.values()) - len(todo)
+    return RunResult(tasks=tasks, plan=plan, results=results, meta=meta, cached=n_cached)
+
+
+def run_meta(loaded, plan: HeadPlan, mode, mean_over, total_s: float, forward_s: float) -> dict:
+    """What a run ablated and against what, for the report's ``meta``."""
+    return {
         "model": loaded.info.name,
         "selection": plan.selection,
         "heads": describe(plan.target),
@@ -259,11 +266,9 @@ def run_ablation(
         "mode": mode,
         "mean_over": mean_over if mode == "mean" else None,
         "tied": plan.tied,
-        "engine_seconds": round(engine.timer.total_s, 2),
-        "forward_seconds": round(engine.timer.forward_s, 2),
+        "engine_seconds": round(total_s, 2),
+        "forward_seconds": round(forward_s, 2),
     }
-    n_cached = sum(len(r.by_label) for r in results.values()) - len(todo)
-    return RunResult(tasks=tasks, plan=plan, results=results, meta=meta, cached=n_cached)
 
 
 class _progress:

@@ -46,7 +46,9 @@ def _seeds(text: str):
     return normalize_seeds(value)
 
 
-def _common(model: str, batch: int, mode: str, reference: str, out: Path | None, threads):
+def _common(
+    model: str, batch: int, mode: str, reference: str, out: Path | None, plot: Path | None, threads
+):
     from circuits.patching import check_mode
     from induction.io import TABLE_SUFFIXES, check_output_path
 
@@ -56,6 +58,8 @@ def _common(model: str, batch: int, mode: str, reference: str, out: Path | None,
         raise InputError(f"--threads must be >= 1, got {threads}")
     check_mode(mode, reference)
     check_output_path(out, TABLE_SUFFIXES, "--out")
+    if plot is not None and plot.suffix.lower() not in (".html", ".png"):
+        raise InputError(f"--plot {plot}: use a .html or .png file name")
 
 
 def _claim(model: str, outputs: dict) -> None:
@@ -114,7 +118,7 @@ def circuits(
     from lineage.export import SUFFIXES as GRAPH_SUFFIXES
 
     seed_list = _seeds(seeds)
-    _common(model, batch, mode, reference, out, threads)
+    _common(model, batch, mode, reference, out, plot, threads)
     if not 0 <= threshold <= 1:
         raise InputError(f"--threshold must be in [0, 1], got {threshold}")
     if top is not None and top < 1:
@@ -123,8 +127,6 @@ def circuits(
         raise InputError(f"--partners must be >= 1, got {partners}")
     if graph is not None and graph.suffix.lower() not in GRAPH_SUFFIXES:
         raise InputError(f"--graph {graph}: use one of {', '.join(GRAPH_SUFFIXES)}")
-    if plot is not None and plot.suffix.lower() not in (".html", ".png"):
-        raise InputError(f"--plot {plot}: use a .html or .png file name")
     _claim(model, {"--out": out, "--plot": plot, "--graph": graph})
 
     from circuits.finder import induction_circuits
@@ -229,11 +231,9 @@ def effects(
     """Ablate every head alone (batched) and report its effect on the in-context loss of
     repeated tokens; compare with attribution patching."""
     seed_list = _seeds(seeds)
-    _common(model, batch, mode, reference, out, threads)
+    _common(model, batch, mode, reference, out, plot, threads)
     if top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
-    if plot is not None and plot.suffix.lower() not in (".html", ".png"):
-        raise InputError(f"--plot {plot}: use a .html or .png file name")
     _claim(model, {"--out": out, "--plot": plot})
 
     from circuits.effects import head_effects

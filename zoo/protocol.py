@@ -49,6 +49,7 @@ from induction.zoo import vocab as V
 from lineage.growth import PRESETS as GROWTH_PRESETS
 from lineage.growth import duplicate_layers
 from lineage.log import DuplicationLog
+from zoo.train import build_model, induction_head_scores, matmul_flops_per_token
 
 PROTOCOL = "fixed"
 FAMILIES = ("dense", "lidas", "looped")
@@ -278,8 +279,6 @@ def stored_layers(cfg: FixedTrainConfig) -> int:
 
 # ----------------------------------------------------------------------------- training
 def _initial_model(cfg: FixedTrainConfig):
-    from zoo.train import build_model
-
     log, plan = None, None
     if cfg.family == "dense":
         model = build_model(cfg, cfg.depth)
@@ -392,8 +391,6 @@ def train_fixed(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             opt.step()
-            from zoo.train import matmul_flops_per_token
-
             st.flops += matmul_flops_per_token(cfg, depth, tokens.shape[1]) * tokens.numel()
             st.dense_flops += (
                 matmul_flops_per_token(cfg, cfg.reference_depth, tokens.shape[1]) * tokens.numel()
@@ -402,8 +399,6 @@ def train_fixed(
             st.step = step + 1
             row = {"step": st.step, "loss": loss.item(), "lr": lr_at(cfg, step), "depth": depth}
             if st.step % cfg.eval_every == 0 or st.step == cfg.steps:
-                from zoo.train import induction_head_scores
-
                 score = float(induction_head_scores(model, cfg.eval_distance).max())
                 row["max_induction"] = score
                 st.history.append(
@@ -444,8 +439,6 @@ def _progress(enabled: bool, cfg: FixedTrainConfig, initial: int):
 
 
 def _scores(model, cfg: FixedTrainConfig) -> dict:
-    from zoo.train import induction_head_scores
-
     out = {}
     for dist in sorted({cfg.eval_distance, cfg.repeat_len}):
         s = induction_head_scores(model, dist, batch=32, seed=12345)
@@ -454,8 +447,6 @@ def _scores(model, cfg: FixedTrainConfig) -> dict:
 
 
 def _final_card(cfg: FixedTrainConfig, model, st: _State, log) -> dict:
-    from zoo.train import induction_head_scores
-
     card = {
         "name": model_name(cfg),
         "preset": cfg.preset,
@@ -605,8 +596,6 @@ def _resume_point(out: Path) -> Path:
 
 
 def _resume(cfg: FixedTrainConfig, out: Path):
-    from zoo.train import build_model
-
     folder = _resume_point(out)
     state = torch.load(folder / TRAIN_STATE, weights_only=True)
     log = DuplicationLog.from_json(state["log"]) if state["log"] is not None else None
