@@ -7,6 +7,7 @@ on the zoo, split along its seams:
   ``ablation.ablate`` (the CLI's pipelines);
 - :mod:`.stats`: across models and seeds, with :mod:`ablation.stats` only;
 - :mod:`.report`: tables and the verdict; :mod:`.figures`: the plotly figure;
+- :mod:`.store`: each model's measurement kept on disk and reused while its inputs hold;
 - :mod:`.results`: outputs, ``--from-results`` and the ``docs/results.md`` block;
 - :mod:`.cli`: ``python benchmarks/replication.py`` (a thin file that calls :func:`main`).
 """
@@ -16,7 +17,7 @@ from .config import DEFAULT_OUT, GROUPS, SOURCE, SOURCE_FAMILIES, SOURCE_LABEL, 
 from .figures import figure
 from .measure import Measured, ancestor_counts, measure, source_headline
 from .models import FAMILIES, SOURCE_FAMILY, ModelRef, discover, source_family
-from .pipeline import Replication, replicate
+from .pipeline import Replication, measure_model, replicate
 from .report import markdown_tables, task_table, verdict
 from .results import (
     README_END,
@@ -27,6 +28,7 @@ from .results import (
     write_outputs,
 )
 from .stats import add_flops_ratio, add_model_stats, comparisons, family_summary
+from .store import MeasurementStore, measurement_key
 
 __all__ = [
     "DEFAULT_OUT",
@@ -38,6 +40,7 @@ __all__ = [
     "SOURCE_FAMILIES",
     "SOURCE_FAMILY",
     "SOURCE_LABEL",
+    "MeasurementStore",
     "Measured",
     "ModelRef",
     "Replication",
@@ -53,6 +56,8 @@ __all__ = [
     "main",
     "markdown_tables",
     "measure",
+    "measure_model",
+    "measurement_key",
     "readme_block",
     "replicate",
     "source_family",

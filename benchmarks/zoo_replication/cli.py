@@ -7,11 +7,13 @@ import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from .config import DEFAULT_OUT, Settings
 from .models import discover
 from .pipeline import replicate
 from .results import figure_link, load_results, update_readme, write_outputs
+from .store import MeasurementStore
 
 USAGE = """Replicate the source's induction-head claims on the zoo: dense vs LIDAS vs looped.
 
@@ -32,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
         "--families",
         nargs="+",
         default=None,
-        help="zoo families (default: dense grown looped, or all in --models-dir)",
+        help="zoo families (default: dense8 lidas8 looped8 looped8p, or all in --models-dir)",
     )
     ap.add_argument("--seeds", nargs="+", type=int, default=None, help="model seeds")
     ap.add_argument("--models-dir", default=None, help="folder of <family>-s<seed> models")
@@ -54,6 +56,19 @@ def parser() -> argparse.ArgumentParser:
         default=1,
         help="torch intra-op threads (default 1: the zoo models are tiny, and on a busy 2-core "
         "machine two threads made every matmul ~50x slower); 0 keeps torch's default",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="models measured at once, each in its own process (2 on a 2-core machine)",
+    )
+    ap.add_argument(
+        "--no-store",
+        action="store_true",
+        help="measure every model afresh and keep nothing in OUT_DIR/models/ (by default a "
+        "model measured before from the same inputs is reused, and each new one is stored as "
+        "it lands, so a replication can span sessions)",
     )
     ap.add_argument("--out-dir", default=str(DEFAULT_OUT))
     ap.add_argument("--no-png", action="store_true")
@@ -118,9 +133,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from induction.loading import quiet_libraries
 
     quiet_libraries()
+    if args.jobs < 1:
+        print(f"error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    store = None if args.no_store else MeasurementStore(Path(args.out_dir) / "models")
     rep = replicate(
-        refs, settings_from(args), progress=args.progress, log=lambda s: print(s, file=sys.stderr)
+        refs,
+        settings_from(args),
+        progress=args.progress and args.jobs == 1,
+        log=lambda s: print(s, file=sys.stderr),
+        store=store,
+        jobs=args.jobs,
+        threads=args.threads,
     )
     finish(rep)
-    print(f"\n{len(refs)} models in {rep.seconds:.0f} s", file=sys.stderr)
+    print(f"\n{len(refs)} models, {rep.seconds:.0f} s of measuring", file=sys.stderr)
     return 0

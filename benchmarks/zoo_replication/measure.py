@@ -192,16 +192,12 @@ def _row_of(report: pd.DataFrame, task: str) -> pd.Series | None:
     return hit.iloc[0] if len(hit) else None
 
 
-def measure(ref: ModelRef, settings: Settings, progress: bool = False) -> Measured:
-    """Scan, trace and ablate one model; its table row and per-task reports."""
-    from ablation import ablate
-    from ablation.stats import bootstrap_ci_by_seed, excess_drop
-    from induction import INDUCTION_THRESHOLD, load_model
+def scan_model(ref: ModelRef, settings: Settings):
+    """Load ``ref`` on the CPU and score its heads (``induction scan``): ``(loaded, scores)``."""
+    from induction import load_model
     from induction.scan import scan
 
-    start = time.perf_counter()
     loaded = load_model(ref.spec, device="cpu")
-    info, card = loaded.info, loaded.card or {}
     scores = scan(
         loaded,
         scores=["induction"],
@@ -209,6 +205,31 @@ def measure(ref: ModelRef, settings: Settings, progress: bool = False) -> Measur
         batch=settings.scan_batch,
         progress=False,
     ).to_frame()
+    return loaded, scores
+
+
+def measure(ref: ModelRef, settings: Settings, progress: bool = False) -> Measured:
+    """Scan, trace and ablate one model; its table row and per-task reports."""
+    start = time.perf_counter()
+    loaded, scores = scan_model(ref, settings)
+    return measure_scanned(ref, loaded, scores, settings, progress, start)
+
+
+def measure_scanned(
+    ref: ModelRef,
+    loaded,
+    scores: pd.DataFrame,
+    settings: Settings,
+    progress: bool = False,
+    start: float | None = None,
+) -> Measured:
+    """:func:`measure` after the scan: trace and ablate ``loaded`` ranked by ``scores``."""
+    from ablation import ablate
+    from ablation.stats import bootstrap_ci_by_seed, excess_drop
+    from induction import INDUCTION_THRESHOLD
+
+    start = time.perf_counter() if start is None else start
+    info, card = loaded.info, loaded.card or {}
     result = ablate(
         loaded,
         _ablation_config(settings, loaded, settings.suite, settings.tasks),

@@ -27,9 +27,11 @@ SOURCE_FAMILY = {
     "looped8": "looped",
     "looped8p": "looped",
 }
-#: The first zoo's families measured by default (grown12 has its own benchmark,
-#: ``benchmarks/deep_lineage.py``).
-FAMILIES = ("dense", "grown", "looped")
+#: Families measured by default: the fixed-protocol zoo (docs/zoo.md), trained as the source
+#: trains (growth at a fixed step, the same data and schedule for every family). The first
+#: zoo (``dense grown looped``; ``grown12`` has ``benchmarks/deep_lineage.py``) can still be
+#: named with ``--families``.
+FAMILIES = ("dense8", "lidas8", "looped8", "looped8p")
 _NAME = re.compile(r"^(?P<family>[a-z][a-z0-9_]*)-s(?P<seed>\d+)$")
 
 

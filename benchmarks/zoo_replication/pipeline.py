@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .config import Settings
-from .measure import measure
+from .measure import Measured, measure_scanned, scan_model
 from .models import ModelRef, discover
 from .stats import add_model_stats, comparisons, family_summary
+from .store import MeasurementStore, as_stored, measurement_key
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Replication:
     settings: Settings
     comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)  # families vs dense
     sentences: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
+    seconds: float = 0.0  # measuring time summed over the models (each on one process)
 
     @classmethod
     def from_models(cls, models: pd.DataFrame, settings: Settings, **kw) -> Replication:
@@ -43,39 +44,93 @@ class Replication:
         return markdown_tables(self)
 
 
+def measure_model(
+    ref: ModelRef,
+    settings: Settings,
+    store: MeasurementStore | None = None,
+    progress: bool = False,
+) -> Measured:
+    """:func:`.measure.measure` one model, served from ``store`` when it holds this model's
+    measurement under the same inputs (:func:`.store.measurement_key`), and stored when not."""
+    start = time.perf_counter()
+    loaded, scores = scan_model(ref, settings)
+    key = measurement_key(loaded, settings, scores) if store is not None else ""
+    if store is not None:
+        hit = store.get(ref.name, key)
+        if hit is not None:
+            return hit
+    measured = as_stored(measure_scanned(ref, loaded, scores, settings, progress, start))
+    if store is not None:
+        store.put(ref.name, key, measured)
+    return measured
+
+
+def _measure_in_worker(ref, settings, store_root, threads: int) -> Measured:
+    """One model in a worker process (``--jobs``): its own thread count, quiet libraries."""
+    import torch
+
+    from induction.loading import quiet_libraries
+
+    if threads:
+        torch.set_num_threads(threads)
+    quiet_libraries()
+    store = MeasurementStore(store_root) if store_root is not None else None
+    return measure_model(ref, settings, store)
+
+
 def replicate(
     refs: Sequence[ModelRef] | None = None,
     settings: Settings | None = None,
     progress: bool = False,
     log=print,
+    store: MeasurementStore | None = None,
+    jobs: int = 1,
+    threads: int = 1,
 ) -> Replication:
-    """Measure every model of ``refs`` (default: the shipped zoo's dense, grown and looped
-    models) and summarise."""
+    """Measure every model of ``refs`` (default: the fixed-protocol zoo's dense, LIDAS and
+    looped models) and summarise. ``store`` keeps each model's measurement as it lands and
+    serves those measured before from the same inputs; ``jobs`` > 1 measures that many models
+    at once, each in its own process with ``threads`` torch threads."""
     settings = settings or Settings()
     refs = discover() if refs is None else list(refs)
     if not refs:
         from induction.errors import InputError
 
         raise InputError("no zoo models found; train them with `induction zoo train`")
-    start = time.perf_counter()
-    rows, task_tables, sentences = [], [], {}
-    for ref in refs:
-        m = measure(ref, settings, progress=progress)
-        rows.append(m.row)
-        task_tables.append(m.tasks)
-        sentences[ref.name] = m.sentence
-        if log:
-            r = m.row
-            log(
-                f"{ref.name}: drop {r['drop']:+.3f} [{r['ci_lo']:+.3f}, {r['ci_hi']:+.3f}] "
-                f"(random {r['ctrl_mean']:+.3f} ± {r['ctrl_std']:.3f}, p {r['p_perm']:.3f}); "
-                f"{r['src_heads']} of top {r['src_top']} from {r['src_ancestors']} ancestors; "
-                f"{m.seconds:.0f} s"
-            )
+    measured: dict[str, Measured] = {}
+
+    def report(ref: ModelRef, m: Measured) -> None:
+        measured[ref.name] = m
+        if not log:
+            return
+        r = m.row
+        how = "stored, reused" if "reused" in m.extra else f"{m.seconds:.0f} s"
+        log(
+            f"{ref.name}: drop {r['drop']:+.3f} [{r['ci_lo']:+.3f}, {r['ci_hi']:+.3f}] "
+            f"(random {r['ctrl_mean']:+.3f} ± {r['ctrl_std']:.3f}, p {r['p_perm']:.3f}); "
+            f"{r['src_heads']} of top {r['src_top']} from {r['src_ancestors']} ancestors; {how}"
+        )
+
+    if jobs > 1 and len(refs) > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        root = store.root if store is not None else None
+        ctx = mp.get_context("spawn")  # no forked torch thread pools
+        with ProcessPoolExecutor(min(jobs, len(refs)), mp_context=ctx) as pool:
+            futures = {
+                pool.submit(_measure_in_worker, ref, settings, root, threads): ref for ref in refs
+            }
+            for done in as_completed(futures):
+                report(futures[done], done.result())
+    else:
+        for ref in refs:
+            report(ref, measure_model(ref, settings, store, progress=progress))
+    ordered = [measured[ref.name] for ref in refs]
     return Replication.from_models(
-        pd.DataFrame(rows),
+        pd.DataFrame([m.row for m in ordered]),
         settings,
-        tasks=pd.concat(task_tables, ignore_index=True),
-        sentences=sentences,
-        seconds=time.perf_counter() - start,
+        tasks=pd.concat([m.tasks for m in ordered], ignore_index=True),
+        sentences={ref.name: m.sentence for ref, m in zip(refs, ordered, strict=True)},
+        seconds=sum(m.seconds for m in ordered),
     )

@@ -232,3 +232,47 @@ def test_outputs_round_trip(rep_mod, tmp_path):
     assert rep_mod.verdict(back) == rep_mod.verdict(rep)
     rep_mod.write_outputs(back, tmp_path, png=False)  # --from-results: the same JSON again
     assert (tmp_path / "replication.json").read_text() == text
+
+
+def _tiny(rep_mod, **kw):
+    tiny = {"controls": 2, "n_items": 4, "tasks": ("prim_math_depth0",), "regbench": False}
+    return rep_mod.Settings.fast(**{**tiny, **kw})
+
+
+def _zoo_ref(rep_mod, name: str):
+    family, seed = name.rsplit("-s", 1)
+    return rep_mod.ModelRef(family, int(seed), str(ROOT / "induction" / "zoo" / "models" / name))
+
+
+def test_store_serves_only_measurements_of_the_same_inputs(rep_mod, tmp_path):
+    """Each model's measurement is stored as it lands and served again only under the same
+    model, settings, head ranking and code; a damaged or foreign file is measured again."""
+    ref = _zoo_ref(rep_mod, "dense8-s0")
+    store = rep_mod.MeasurementStore(tmp_path)
+    lines: list[str] = []
+    first = rep_mod.replicate([ref], _tiny(rep_mod), log=lines.append, store=store)
+    stored = tmp_path / "dense8-s0.json"
+    key = json.loads(stored.read_text())["key"]
+    again = rep_mod.replicate([ref], _tiny(rep_mod), log=lines.append, store=store)
+    assert "stored, reused" not in lines[0] and "stored, reused" in lines[1]
+    pd.testing.assert_frame_equal(first.models, again.models)
+    assert again.markdown() == first.markdown() and again.seconds == first.seconds
+
+    rep_mod.replicate([ref], _tiny(rep_mod, n_items=5), log=lines.append, store=store)
+    assert "stored, reused" not in lines[2]
+    assert json.loads(stored.read_text())["key"] != key  # replaced by the new settings' row
+
+    stored.write_text('{"key": ')  # torn
+    rep_mod.replicate([ref], _tiny(rep_mod), log=lines.append, store=store)
+    assert "stored, reused" not in lines[3] and json.loads(stored.read_text())["key"] == key
+
+
+def test_jobs_give_the_rows_of_a_sequential_run(rep_mod, tmp_path):
+    """``--jobs 2`` measures models in worker processes, with the sequential run's numbers."""
+    refs = [_zoo_ref(rep_mod, "dense8-s0"), _zoo_ref(rep_mod, "lidas8-s0")]
+    one = rep_mod.replicate(refs, _tiny(rep_mod), log=None)
+    two = rep_mod.replicate(
+        refs, _tiny(rep_mod), log=None, store=rep_mod.MeasurementStore(tmp_path), jobs=2
+    )
+    pd.testing.assert_frame_equal(one.models, two.models)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dense8-s0.json", "lidas8-s0.json"]
