@@ -4,7 +4,7 @@ Use them as annotations so every command spells the common options the same way:
 
     from induction.cli_options import DeviceOpt, DtypeOpt, ModelArg, OutOpt, SeedOpt
 
-    def scan(model: ModelArg = "grown", device: DeviceOpt = "auto", dtype: DtypeOpt = None,
+    def scan(model: ModelArg = DEFAULT_MODEL, device: DeviceOpt = "auto", dtype: DtypeOpt = None,
              seed: SeedOpt = 0, out: OutOpt = None) -> None: ...
 
 Keep this module free of heavy imports (torch, transformers): ``induction --help`` imports it.
@@ -17,12 +17,12 @@ from typing import Annotated
 
 import typer
 
-DEFAULT_MODEL = "grown"
+from induction.zoo.registry import DEFAULT_MODEL  # noqa: F401  (re-exported)
 
 ModelArg = Annotated[
     str,
     typer.Argument(
-        help="Model spec: zoo name (grown, dense-s1, ...), checkpoint folder, .gguf file, "
+        help="Model spec: zoo name (lidas8, dense8-s1, ...), checkpoint folder, .gguf file, "
         "or hub name. `induction models` lists them.",
         show_default=True,
     ),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError, LineageError
+from induction.zoo.registry import DEFAULT_MODEL
 from lineage.log import DuplicationLog, duplication_log, folder_log
 from lineage.summary import INDUCTION_THRESHOLD
 
@@ -417,7 +418,9 @@ def _scan(loaded, cfg: TraceConfig):
 # --------------------------------------------------------------------------- trace
 
 
-def trace(model: ModelLike = "grown", config: TraceConfig | None = None, **options) -> TraceResult:
+def trace(
+    model: ModelLike = DEFAULT_MODEL, config: TraceConfig | None = None, **options
+) -> TraceResult:
     """Trace the ``top`` heads of ``model`` back to their ancestors at ``stage``.
 
     ``options`` are :class:`TraceConfig` fields (``scores``, ``top``, ``initial_scores``,

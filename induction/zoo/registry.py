@@ -22,7 +22,9 @@ FIRST_ZOO = ("dense", "grown", "looped", "grown12")
 #: first seed of each ships its checkpoint series under ``checkpoints/``.
 FIXED_PROTOCOL = ("dense8", "lidas8", "looped8", "looped8p")
 FAMILIES = FIRST_ZOO + FIXED_PROTOCOL
-DEFAULT_MODEL = "grown"
+#: What commands and API calls use when no model is named: the fixed-protocol LIDAS model
+#: (seed 0), the replication's subject, trained on the facts ``zoo19``'s closed-book tasks ask.
+DEFAULT_MODEL = "lidas8"
 _NAME = re.compile(r"^(?P<family>[a-z]+\d*[a-z]?)-s(?P<seed>\d+)$")  # looped8p-s0
 
 
