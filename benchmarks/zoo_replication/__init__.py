@@ -28,7 +28,7 @@ from .results import (
     write_outputs,
 )
 from .stats import add_flops_ratio, add_model_stats, comparisons, family_summary
-from .store import MeasurementStore, measurement_key
+from .store import MeasurementStore, code_hash, measurement_key
 
 __all__ = [
     "DEFAULT_OUT",
@@ -48,6 +48,7 @@ __all__ = [
     "add_flops_ratio",
     "add_model_stats",
     "ancestor_counts",
+    "code_hash",
     "comparisons",
     "discover",
     "family_summary",

@@ -5,7 +5,8 @@ replication of many models spans sessions: each model's measurement is written a
 A stored measurement is served only under the same key (:func:`measurement_key`): the
 model's content, the settings (all but ``cache``, which gives the same numbers), the scan's
 scores that rank the heads, and the source of the code that turns them into the row (the
-``ablation`` and ``lineage`` packages, the zoo's task data, this package's measuring code).
+``ablation`` and ``lineage`` packages, the zoo's task data, this package's measuring code,
+by their syntax trees: :func:`code_hash`).
 Anything else read back is ignored and measured again (docs/safety.md: a cache never serves
 results of inputs that changed).
 """
@@ -22,7 +23,8 @@ import pandas as pd
 from .config import Settings
 from .measure import Measured
 
-#: Code whose source decides a measured row (a package counts with every module below it).
+#: Code that decides a measured row (a package counts with every module below it, except
+#: the presentation-only :data:`PRESENTATION` files).
 MEASURE_CODE = (
     "ablation",
     "lineage",
@@ -31,12 +33,49 @@ MEASURE_CODE = (
     "zoo_replication.measure",
     "zoo_replication.config",
 )
-STORE_VERSION = 1
+PRESENTATION = ("cli.py", "render.py")
+STORE_VERSION = 2  # 2: the code counts by its syntax tree (docstrings, comments, layout apart)
+
+
+def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
+    """Hash of what ``modules`` compute: each file's syntax tree with docstrings dropped, so
+    rewording a docstring or comment or reformatting keeps the stored measurements, and any
+    change to the code itself does not (cf. :func:`induction.fingerprint.source_hash`, which
+    hashes the bytes)."""
+    import ast
+    import hashlib
+    import importlib.util
+
+    h = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            h.update(f"{name}:missing".encode())
+            continue
+        origin = Path(spec.origin)
+        files = sorted(origin.parent.rglob("*.py")) if spec.submodule_search_locations else [origin]
+        for f in files:
+            if f.name in PRESENTATION:
+                continue
+            tree = ast.parse(f.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                body = getattr(node, "body", None)
+                if (
+                    isinstance(body, list)
+                    and body
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)
+                ):
+                    node.body = body[1:] or [ast.Pass()]
+            h.update(f"{name}:{f.relative_to(origin.parent)}:".encode())
+            h.update(ast.dump(tree, include_attributes=False).encode())
+    return h.hexdigest()
 
 
 def measurement_key(loaded, settings: Settings, scores: pd.DataFrame) -> str:
     """Content key of one model's measurement (hex)."""
-    from induction.fingerprint import fingerprint, loaded_model_hash, source_hash
+    from induction.fingerprint import fingerprint, loaded_model_hash
 
     measured = {k: v for k, v in asdict(settings).items() if k != "cache"}
     ranking = scores[["layer", "head", "induction"]].to_numpy().tolist()
@@ -46,7 +85,7 @@ def measurement_key(loaded, settings: Settings, scores: pd.DataFrame) -> str:
         str(loaded.info.dtype),
         measured,
         ranking,
-        source_hash(MEASURE_CODE),
+        code_hash(MEASURE_CODE),
         length=32,
     )
 

@@ -276,3 +276,22 @@ def test_jobs_give_the_rows_of_a_sequential_run(rep_mod, tmp_path):
     )
     pd.testing.assert_frame_equal(one.models, two.models)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dense8-s0.json", "lidas8-s0.json"]
+
+
+def test_code_hash_ignores_wording_not_code(rep_mod, tmp_path, monkeypatch):
+    """Stored measurements survive a reworded docstring, comment or layout, not a code change."""
+    pkg = tmp_path / "measured_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text('"""A package."""\n')
+    src = pkg / "calc.py"
+    src.write_text('"""Adds."""\n\n\ndef drop(a, b):\n    """The drop."""\n    return a - b\n')
+    (pkg / "cli.py").write_text("print('presentation only')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    base = rep_mod.code_hash(("measured_pkg",))
+    src.write_text(
+        '"""Subtracts, reworded."""\n\n\ndef drop(a, b):  # note\n    return (a -\n b)\n'
+    )
+    (pkg / "cli.py").write_text("print('changed wording')\n")
+    assert rep_mod.code_hash(("measured_pkg",)) == base
+    src.write_text("def drop(a, b):\n    return b - a\n")
+    assert rep_mod.code_hash(("measured_pkg",)) != base

@@ -1,0 +1,60 @@
+"""benchmarks/real_model.py: SmolLM2's per-task table at several fractions, written per
+(suite, fraction) as it lands and reused while its key holds (tested on a zoo model with two
+zoo19 tasks and RegBench: SmolLM2 itself takes an hour)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def real_model():
+    path = ROOT / "benchmarks" / "real_model.py"
+    spec = importlib.util.spec_from_file_location("real_model_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ZOO = ROOT / "induction" / "zoo" / "models" / "dense8-s0"
+
+
+def test_table_per_task_and_fraction_and_reuse(real_model, tmp_path, capsys):
+    doc = tmp_path / "results.md"
+    doc.write_text(f"intro\n{real_model.START}\nold\n{real_model.END}\nafter\n")
+    argv = [
+        "--model", str(ZOO), "--suites", "zoo19:prim_math_depth0,copy", "zoo:regbench",
+        "--fracs", "0.1", "0.2", "--controls", "2",
+        "--n-items", "3", "--out-dir", str(tmp_path / "out"), "--readme", str(doc),
+    ]  # fmt: skip
+    assert real_model.main(argv) == 0
+    first = capsys.readouterr()
+    written = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert written == [
+        "real_model.csv",
+        "zoo-frac0.1.json",
+        "zoo-frac0.2.json",
+        "zoo19-frac0.1.json",
+        "zoo19-frac0.2.json",
+    ]
+    text = doc.read_text()
+    assert text.startswith("intro\n") and text.endswith("after\n") and "old" not in text
+    assert "| zoo19 | prim_math_depth0 |" in text and "| zoo | regbench |" in text
+    assert "top 10%: drop (random)" in text and "top 20%: drop (random)" in text
+    meta = json.loads((tmp_path / "out" / "zoo19-frac0.2.json").read_text())["meta"]
+    assert len(meta["controls"]) == 2 and meta["key"]
+
+    assert real_model.main(argv) == 0  # every report reused, the same table
+    again = capsys.readouterr()
+    assert again.err.count("reused") == 4 and again.out == first.out
+
+    assert real_model.main([*argv[:-4], "--n-items", "4", *argv[-4:]]) == 0
+    assert "reused" not in capsys.readouterr().err  # other settings: measured again
