@@ -9,8 +9,9 @@ ablate`` runs it.
         [--out-dir benchmarks/results/smollm2] [--readme docs/results.md]
 
 Each (suite, fraction) report is written as it lands (``<out-dir>/<suite>-frac<f>.json``,
-the ablation report with its meta) and reused while its key holds (the model's content, the
-settings, the head ranking and the ablation code's syntax tree), so the run can span sessions;
+the ablation report with its meta) and reused while its key holds (every file of the model,
+the settings, the head ranking, the evaluated items' content and the ablation code's syntax
+tree: :func:`run_key`), so the run can span sessions;
 the ablation's resume cache also keeps finished (task, head set) results. Heads are ranked
 once (the scan ``induction ablate`` runs) and every fraction takes the top of that ranking.
 Prints a per-task table: clean score, then per fraction the drop with the top heads ablated
@@ -46,7 +47,15 @@ class Run:
 
     @property
     def name(self) -> str:
-        return f"{self.suite}-frac{self.frac:g}"
+        """File stem: the suite's name (a path's stem), its tasks' hash when some are picked,
+        the fraction."""
+        import hashlib
+        import re
+
+        stem = re.sub(r"[^A-Za-z0-9_.]+", "_", Path(self.suite).stem) or "suite"
+        if self.tasks:
+            stem += "-" + hashlib.sha256(",".join(self.tasks).encode()).hexdigest()[:6]
+        return f"{stem}-frac{self.frac:g}"
 
 
 def parse_suites(specs) -> list[tuple[str, tuple[str, ...] | None]]:
@@ -74,30 +83,58 @@ def config_for(run: Run, args):
     )
 
 
-def run_key(loaded, cfg, scores: pd.DataFrame) -> str:
-    from zoo_replication.store import code_hash
+def tasks_hash(tasks) -> str:
+    """Content of the items a run evaluates (prompts, answers, scored positions), whatever
+    they were built from: generators, word lists, dataset files or a user's JSONL."""
+    import dataclasses
+    import hashlib
+    import json
 
-    from induction.fingerprint import fingerprint, loaded_model_hash
+    h = hashlib.sha256()
+    for task in tasks:
+        h.update(f"{type(task).__name__}:{task.name}:{task.metric}".encode())
+        for item in task.items:
+            h.update(json.dumps(dataclasses.asdict(item), default=str).encode())
+    return h.hexdigest()
+
+
+def run_key(loaded, cfg, scores: pd.DataFrame, code: str) -> str:
+    """The model (every file of its folder, as the replication's store), the settings, the
+    head ranking, the evaluated items and the ablation code (syntax trees)."""
+    from zoo_replication.store import model_hash
+
+    from ablation.pipeline import build_tasks
+    from induction.fingerprint import fingerprint
 
     return fingerprint(
-        loaded_model_hash(loaded),
+        model_hash(loaded),
         str(loaded.info.dtype),
         cfg.to_dict(),
         scores[["layer", "head", "induction"]].to_numpy().tolist(),
-        code_hash(("ablation", "induction.prompts")),
+        tasks_hash(build_tasks(cfg, cfg.suite, loaded)),
+        code,
         length=32,
     )
 
 
+#: Numeric columns of a report (JSON turns NaN into null; read back they are floats again).
+NUMERIC = ("n", "seeds", "clean", "ablated", "drop", "drop_se", "drop_ci_lo", "drop_ci_hi")
+NUMERIC += ("seed_std", "ctrl_mean", "ctrl_std", "z", "p_ctrl")
+
+
 def stored_report(path: Path, key: str) -> pd.DataFrame | None:
-    """The report written at ``path`` under ``key``, else None."""
+    """The report written at ``path`` under ``key`` (numeric columns as floats), else None."""
     import json
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data["meta"].get("key") != key:
             return None
-        return pd.DataFrame(data["rows"])
+        report = pd.DataFrame(data["rows"])
+        for col in NUMERIC:
+            if col in report:
+                report[col] = pd.to_numeric(report[col], errors="coerce").astype(float)
+        return report
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -111,6 +148,9 @@ def measure(args, log=print):
 
     loaded = load_model(args.model, device="cpu")
     scores = compute_scores(loaded)  # the ranking `induction ablate` uses
+    from zoo_replication.store import code_hash
+
+    code = code_hash(("ablation", "induction.prompts", "induction.zoo.corpus"))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     frames = []
@@ -118,14 +158,14 @@ def measure(args, log=print):
         for frac in args.fracs:
             run = Run(suite, tasks, frac)
             cfg = config_for(run, args)
-            key = run_key(loaded, cfg, scores)
+            key = run_key(loaded, cfg, scores, code)
             path = out / f"{run.name}.json"
             report = stored_report(path, key)
             if report is None:
                 result = ablate(loaded, cfg, scores=scores, progress=args.progress, log=log)
                 result.meta["key"] = key
                 result.save(path)
-                report = result.to_frame()
+                report = stored_report(path, key)  # as a rerun will read it
                 drop = result.mean_drop
                 said = "" if drop is None else f"mean drop {drop:+.3f}; "
                 log(f"{run.name}: {said}wrote {path}")
@@ -136,13 +176,17 @@ def measure(args, log=print):
 
 
 def _cell(row) -> str:
-    p = row["p_ctrl"]
-    p_text = "" if p is None or (isinstance(p, float) and math.isnan(p)) else f", p {p:.2f}"
-    return (
-        f"{row['drop']:+.2f} ({row['ctrl_mean']:+.2f} ± {row['ctrl_std']:.2f}{p_text})"
-        if not math.isnan(row["ctrl_mean"])
-        else f"{row['drop']:+.2f}"
-    )
+    """``drop (random mean ± sd, p)``; what is undefined (no or one control) is left out."""
+
+    def known(v) -> bool:
+        return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+    text = f"{row['drop']:+.2f}" if known(row["drop"]) else "n/a"
+    if not known(row["ctrl_mean"]):
+        return text
+    spread = f" ± {row['ctrl_std']:.2f}" if known(row["ctrl_std"]) else ""
+    p = f", p {row['p_ctrl']:.2f}" if known(row["p_ctrl"]) else ""
+    return f"{text} ({row['ctrl_mean']:+.2f}{spread}{p})"
 
 
 def table(reports: pd.DataFrame) -> str:

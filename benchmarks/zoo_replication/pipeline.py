@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from induction.errors import InputError
+
 from .config import Settings
 from .measure import Measured, measure_scanned, scan_model
 from .models import ModelRef, discover
 from .stats import add_model_stats, comparisons, family_summary
-from .store import MeasurementStore, as_stored, measurement_key
+from .store import MeasurementStore, as_stored, code_hash, measurement_key
 
 
 @dataclass
@@ -49,24 +51,38 @@ def measure_model(
     settings: Settings,
     store: MeasurementStore | None = None,
     progress: bool = False,
+    code: str | None = None,
+    log=None,
 ) -> Measured:
     """:func:`.measure.measure` one model, served from ``store`` when it holds this model's
-    measurement under the same inputs (:func:`.store.measurement_key`), and stored when not."""
+    measurement under the same inputs (:func:`.store.measurement_key`), and stored when not.
+    ``code`` is :func:`.store.code_hash` taken when the run started (default: now); a
+    measurement is not stored if the code changed while it ran."""
     start = time.perf_counter()
+    code = code or code_hash()
     loaded, scores = scan_model(ref, settings)
-    key = measurement_key(loaded, settings, scores) if store is not None else ""
+    key = measurement_key(loaded, settings, scores, code) if store is not None else ""
     if store is not None:
-        hit = store.get(ref.name, key)
+        hit = store.get(ref.name, settings, key)
         if hit is not None:
             return hit
     measured = as_stored(measure_scanned(ref, loaded, scores, settings, progress, start))
-    if store is not None:
-        store.put(ref.name, key, measured)
+    if store is None:
+        return measured
+    if code_hash() != code:
+        (log or print)(f"{ref.name}: not stored: the measuring code changed during the run")
+        return measured
+    try:
+        store.put(ref.name, settings, key, measured)
+    except (OSError, InputError) as exc:  # keep the numbers; only the store failed
+        (log or print)(f"{ref.name}: not stored ({exc})")
     return measured
 
 
-def _measure_in_worker(ref, settings, store_root, threads: int) -> Measured:
+def _measure_in_worker(ref, settings, store_root, threads: int, code: str) -> Measured:
     """One model in a worker process (``--jobs``): its own thread count, quiet libraries."""
+    import sys
+
     import torch
 
     from induction.loading import quiet_libraries
@@ -75,7 +91,7 @@ def _measure_in_worker(ref, settings, store_root, threads: int) -> Measured:
         torch.set_num_threads(threads)
     quiet_libraries()
     store = MeasurementStore(store_root) if store_root is not None else None
-    return measure_model(ref, settings, store)
+    return measure_model(ref, settings, store, code=code, log=lambda s: print(s, file=sys.stderr))
 
 
 def replicate(
@@ -94,9 +110,12 @@ def replicate(
     settings = settings or Settings()
     refs = discover() if refs is None else list(refs)
     if not refs:
-        from induction.errors import InputError
-
         raise InputError("no zoo models found; train them with `induction zoo train`")
+    names = [ref.name for ref in refs]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"models named twice: {', '.join(twice)}; pass each model once")
+    code = code_hash()  # the code this run measures with (checked again before each store)
     measured: dict[str, Measured] = {}
 
     def report(ref: ModelRef, m: Measured) -> None:
@@ -117,15 +136,21 @@ def replicate(
 
         root = store.root if store is not None else None
         ctx = mp.get_context("spawn")  # no forked torch thread pools
-        with ProcessPoolExecutor(min(jobs, len(refs)), mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(min(jobs, len(refs)), mp_context=ctx)
+        try:
             futures = {
-                pool.submit(_measure_in_worker, ref, settings, root, threads): ref for ref in refs
+                pool.submit(_measure_in_worker, ref, settings, root, threads, code): ref
+                for ref in refs
             }
             for done in as_completed(futures):
                 report(futures[done], done.result())
+        except BaseException:  # an error or Ctrl-C: stop, do not measure the queued models
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     else:
         for ref in refs:
-            report(ref, measure_model(ref, settings, store, progress=progress))
+            report(ref, measure_model(ref, settings, store, progress, code=code, log=log))
     ordered = [measured[ref.name] for ref in refs]
     return Replication.from_models(
         pd.DataFrame([m.row for m in ordered]),

@@ -1,18 +1,27 @@
-"""Per-model measurements kept beside the outputs (``<out-dir>/models/<model>.json``), so a
-replication of many models spans sessions: each model's measurement is written as it lands
-(and can be committed), and a rerun measures only the models whose inputs changed.
+"""Per-model measurements kept beside the outputs (``<out-dir>/models/<model>-<settings>.json``),
+so a replication of many models spans sessions: each model's measurement is written as it
+lands (and can be committed), and a rerun measures only the models whose inputs changed.
 
-A stored measurement is served only under the same key (:func:`measurement_key`): the
-model's content, the settings (all but ``cache``, which gives the same numbers), the scan's
-scores that rank the heads, and the source of the code that turns them into the row (the
-``ablation`` and ``lineage`` packages, the zoo's task data, this package's measuring code,
-by their syntax trees: :func:`code_hash`).
+A stored measurement is served only under the same key (:func:`measurement_key`):
+
+- the model: every file of its folder (weights, configs, tokenizer, ``card.json`` with the
+  training length and FLOPs, ``duplication_log.json``, the pre-growth networks lineage reads),
+  or its weights when it has no folder;
+- the settings (all but ``cache``, which gives the same numbers; the file name carries their
+  hash, so runs with other settings, ``--fast`` say, keep their own files);
+- the scan's scores that rank the heads, and the induction threshold;
+- the code that turns them into the row, by syntax tree (:func:`code_hash`: docstrings,
+  comments and layout apart): :data:`MEASURE_CODE`, hashed once when a run starts and checked
+  again before each store, so an edit during a run never stores old code's numbers under the
+  new code's key.
+
 Anything else read back is ignored and measured again (docs/safety.md: a cache never serves
 results of inputs that changed).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import asdict
@@ -24,17 +33,25 @@ from .config import Settings
 from .measure import Measured
 
 #: Code that decides a measured row (a package counts with every module below it, except
-#: the presentation-only :data:`PRESENTATION` files).
+#: the presentation-only :data:`PRESENTATION` files). The zoo's generators are listed one by
+#: one: ``induction/zoo/models/`` holds live training output, not code.
 MEASURE_CODE = (
     "ablation",
     "lineage",
-    "induction.zoo",
+    "induction.zoo.corpus",
+    "induction.zoo.vocab",
+    "induction.zoo.world",
     "induction.prompts",
+    "induction.scores",
+    "induction.loading",
+    "induction.layers",
+    "induction.looped",
     "zoo_replication.measure",
     "zoo_replication.config",
+    "zoo_replication.models",
 )
 PRESENTATION = ("cli.py", "render.py")
-STORE_VERSION = 2  # 2: the code counts by its syntax tree (docstrings, comments, layout apart)
+STORE_VERSION = 3  # 3: whole model folder, threshold, file per settings
 
 
 def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
@@ -73,19 +90,42 @@ def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
     return h.hexdigest()
 
 
-def measurement_key(loaded, settings: Settings, scores: pd.DataFrame) -> str:
-    """Content key of one model's measurement (hex)."""
-    from induction.fingerprint import fingerprint, loaded_model_hash
+def settings_hash(settings: Settings) -> str:
+    """8 hex digits of the settings that decide the numbers (all but ``cache``)."""
+    from induction.fingerprint import fingerprint
+
+    return fingerprint({k: v for k, v in asdict(settings).items() if k != "cache"}, length=8)
+
+
+def model_hash(loaded) -> str:
+    """Every file of the model's folder (names and contents), else its loaded content."""
+    from induction.fingerprint import file_hash, loaded_model_hash
+
+    folder = loaded.info.path
+    if folder is None or not Path(folder).is_dir():
+        return loaded_model_hash(loaded)
+    root = Path(folder)
+    parts = [
+        [str(p.relative_to(root)), file_hash(p)] for p in sorted(root.rglob("*")) if p.is_file()
+    ]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def measurement_key(loaded, settings: Settings, scores: pd.DataFrame, code: str) -> str:
+    """Content key of one model's measurement (hex); ``code`` is :func:`code_hash`'s."""
+    from induction import INDUCTION_THRESHOLD
+    from induction.fingerprint import fingerprint
 
     measured = {k: v for k, v in asdict(settings).items() if k != "cache"}
     ranking = scores[["layer", "head", "induction"]].to_numpy().tolist()
     return fingerprint(
         STORE_VERSION,
-        loaded_model_hash(loaded),
+        model_hash(loaded),
         str(loaded.info.dtype),
         measured,
         ranking,
-        code_hash(MEASURE_CODE),
+        INDUCTION_THRESHOLD,
+        code,
         length=32,
     )
 
@@ -96,13 +136,13 @@ class MeasurementStore:
     def __init__(self, root: str | Path):
         self.root = Path(root)
 
-    def path(self, name: str) -> Path:
-        return self.root / f"{name}.json"
+    def path(self, name: str, settings: Settings) -> Path:
+        return self.root / f"{name}-{settings_hash(settings)}.json"
 
-    def get(self, name: str, key: str) -> Measured | None:
+    def get(self, name: str, settings: Settings, key: str) -> Measured | None:
         """The stored measurement of ``name`` under ``key``, else None (missing, damaged,
         or measured from other inputs)."""
-        path = self.path(name)
+        path = self.path(name, settings)
         if not path.is_file():
             return None
         try:
@@ -115,11 +155,12 @@ class MeasurementStore:
         measured.extra["reused"] = str(path)
         return measured
 
-    def put(self, name: str, key: str, measured: Measured) -> Path:
+    def put(self, name: str, settings: Settings, key: str, measured: Measured) -> Path:
         from induction.io import write_json
 
         self.root.mkdir(parents=True, exist_ok=True)
-        return write_json(self.path(name), {"key": key, "model": name, **to_payload(measured)})
+        payload = {"key": key, "model": name, **to_payload(measured)}
+        return write_json(self.path(name, settings), payload)
 
 
 def to_payload(measured: Measured) -> dict:

@@ -37,24 +37,32 @@ def test_table_per_task_and_fraction_and_reuse(real_model, tmp_path, capsys):
     ]  # fmt: skip
     assert real_model.main(argv) == 0
     first = capsys.readouterr()
-    written = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert written == [
-        "real_model.csv",
-        "zoo-frac0.1.json",
-        "zoo-frac0.2.json",
-        "zoo19-frac0.1.json",
-        "zoo19-frac0.2.json",
-    ]
+    out = tmp_path / "out"
+    assert (out / "real_model.csv").is_file()
+    assert len(list(out.glob("zoo19-*-frac0.1.json"))) == len(
+        list(out.glob("zoo19-*-frac0.2.json"))
+    )
+    assert len(list(out.glob("zoo-*-frac0.*.json"))) == 2 and len(list(out.iterdir())) == 5
+    csv = (tmp_path / "out" / "real_model.csv").read_text()
     text = doc.read_text()
     assert text.startswith("intro\n") and text.endswith("after\n") and "old" not in text
     assert "| zoo19 | prim_math_depth0 |" in text and "| zoo | regbench |" in text
     assert "top 10%: drop (random)" in text and "top 20%: drop (random)" in text
-    meta = json.loads((tmp_path / "out" / "zoo19-frac0.2.json").read_text())["meta"]
+    meta = json.loads(next((tmp_path / "out").glob("zoo19-*-frac0.2.json")).read_text())["meta"]
     assert len(meta["controls"]) == 2 and meta["key"]
 
     assert real_model.main(argv) == 0  # every report reused, the same table
     again = capsys.readouterr()
     assert again.err.count("reused") == 4 and again.out == first.out
+    assert (tmp_path / "out" / "real_model.csv").read_text() == csv
 
     assert real_model.main([*argv[:-4], "--n-items", "4", *argv[-4:]]) == 0
     assert "reused" not in capsys.readouterr().err  # other settings: measured again
+
+
+def test_cells_leave_out_what_one_or_no_control_cannot_give(real_model):
+    nan = float("nan")
+    row = {"drop": 0.25, "ctrl_mean": 0.1, "ctrl_std": None, "p_ctrl": 0.5}
+    assert real_model._cell(row) == "+0.25 (+0.10, p 0.50)"
+    assert real_model._cell({**row, "ctrl_mean": nan}) == "+0.25"
+    assert real_model.Run("/data/my suite.jsonl", None, 0.1).name == "my_suite-frac0.1"

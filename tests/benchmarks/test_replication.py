@@ -251,7 +251,8 @@ def test_store_serves_only_measurements_of_the_same_inputs(rep_mod, tmp_path):
     store = rep_mod.MeasurementStore(tmp_path)
     lines: list[str] = []
     first = rep_mod.replicate([ref], _tiny(rep_mod), log=lines.append, store=store)
-    stored = tmp_path / "dense8-s0.json"
+    stored = store.path("dense8-s0", _tiny(rep_mod))
+    assert stored.parent == tmp_path and stored.name.startswith("dense8-s0-")
     key = json.loads(stored.read_text())["key"]
     again = rep_mod.replicate([ref], _tiny(rep_mod), log=lines.append, store=store)
     assert "stored, reused" not in lines[0] and "stored, reused" in lines[1]
@@ -259,8 +260,9 @@ def test_store_serves_only_measurements_of_the_same_inputs(rep_mod, tmp_path):
     assert again.markdown() == first.markdown() and again.seconds == first.seconds
 
     rep_mod.replicate([ref], _tiny(rep_mod, n_items=5), log=lines.append, store=store)
-    assert "stored, reused" not in lines[2]
-    assert json.loads(stored.read_text())["key"] != key  # replaced by the new settings' row
+    assert "stored, reused" not in lines[2]  # other settings: measured, in a file of their own
+    assert len(list(tmp_path.glob("dense8-s0-*.json"))) == 2
+    assert json.loads(stored.read_text())["key"] == key
 
     stored.write_text('{"key": ')  # torn
     rep_mod.replicate([ref], _tiny(rep_mod), log=lines.append, store=store)
@@ -275,7 +277,8 @@ def test_jobs_give_the_rows_of_a_sequential_run(rep_mod, tmp_path):
         refs, _tiny(rep_mod), log=None, store=rep_mod.MeasurementStore(tmp_path), jobs=2
     )
     pd.testing.assert_frame_equal(one.models, two.models)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["dense8-s0.json", "lidas8-s0.json"]
+    names = sorted(p.name.rsplit("-", 1)[0] for p in tmp_path.iterdir())
+    assert names == ["dense8-s0", "lidas8-s0"]
 
 
 def test_code_hash_ignores_wording_not_code(rep_mod, tmp_path, monkeypatch):
@@ -295,3 +298,35 @@ def test_code_hash_ignores_wording_not_code(rep_mod, tmp_path, monkeypatch):
     assert rep_mod.code_hash(("measured_pkg",)) == base
     src.write_text("def drop(a, b):\n    return b - a\n")
     assert rep_mod.code_hash(("measured_pkg",)) != base
+
+
+def test_store_key_covers_the_model_folder_and_code(rep_mod, tmp_path):
+    """A changed card (training length, FLOPs), duplication log or code changes the key."""
+    import shutil
+
+    from induction import load_model
+
+    folder = tmp_path / "lidas8-s0"
+    shutil.copytree(ROOT / "induction" / "zoo" / "models" / "lidas8-s0", folder)
+    settings = _tiny(rep_mod)
+    scores = pd.DataFrame({"layer": [0], "head": [0], "induction": [0.5]})
+
+    def key(code: str = "c") -> str:
+        return rep_mod.measurement_key(load_model(str(folder)), settings, scores, code)
+
+    base = key()
+    assert key("other code") != base
+    text = (folder / "card.json").read_text()
+    (folder / "card.json").write_text(json.dumps({**json.loads(text), "train_flops": 1.0}))
+    assert key() != base
+    (folder / "card.json").write_text(text)
+    assert key() == base
+    log = folder / "duplication_log.json"
+    log.write_text(log.read_text() + "\n")
+    assert key() != base
+
+
+def test_duplicate_models_are_refused(rep_mod):
+    ref = _zoo_ref(rep_mod, "dense8-s0")
+    with pytest.raises(Exception, match="models named twice: dense8-s0"):
+        rep_mod.replicate([ref, ref], _tiny(rep_mod), log=None)
