@@ -1,7 +1,7 @@
 """Benchmark: single-head ablation of every head, batched vs a loop, and attribution patching.
 
     python benchmarks/effects.py [MODEL] [--batch 4] [--seq-len 20] [--runs 2] [--threads 1]
-                                 [--heads N] [--max-rows 256]
+                                 [--heads N] [--max-rows 256] [--device cuda] [--json F]
 
 On the scan's repeated-token prompts (``[BOS] r r``), measured in one run:
 
@@ -17,13 +17,14 @@ On the scan's repeated-token prompts (``[BOS] r r``), measured in one run:
 
 Rounds are interleaved (``--runs``) and medians reported, with the ratios
 ``loop / batched`` and ``atp / forward``. On a shared machine pass ``--threads 1`` and read
-the ratios, not the wall times.
+the ratios, not the wall times. ``--device cuda`` runs every side on the GPU (each timing
+waits for the device to finish), where a small forward is latency-bound and the batched
+ablation's ratio can grow (docs/circuits.md, "Limits").
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
@@ -39,6 +40,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--heads", type=int, default=None, help="Heads in the loop (default all).")
     ap.add_argument("--max-rows", type=int, default=256)
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or auto")
     ap.add_argument("--json", default=None, help="Also write the figures to this file.")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -47,7 +49,14 @@ def main(argv=None) -> dict:
     from circuits.patching import clean_pass, make_replacement
     from induction.loading import load_model
 
-    loaded = load_model(args.model)
+    loaded = load_model(args.model, device=args.device)
+    device = torch.device(loaded.info.device)
+
+    def clock() -> float:
+        if device.type == "cuda":  # kernels run asynchronously: time finished work only
+            torch.cuda.synchronize(device)
+        return time.perf_counter()
+
     s = setup(loaded, seq_len=args.seq_len, batch=args.batch, seeds=1)
     v = s.v
     heads = [(layer, h) for layer in range(v.n_layers) for h in range(v.n_heads)]
@@ -61,19 +70,19 @@ def main(argv=None) -> dict:
     times: dict[str, list[float]] = {"loop": [], "batched": [], "forward": [], "atp": []}
     batched = loop = None
     for _ in range(args.runs):
-        t = time.perf_counter()
+        t = clock()
         with torch.no_grad():
             v.bridge(s.tokens, return_type="logits")
-        times["forward"].append(time.perf_counter() - t)
-        t = time.perf_counter()
+        times["forward"].append(clock() - t)
+        t = clock()
         loop = ablate_loop(s, looped, "zero")
-        times["loop"].append((time.perf_counter() - t) * len(heads) / len(looped))
-        t = time.perf_counter()
+        times["loop"].append((clock() - t) * len(heads) / len(looped))
+        t = clock()
         batched = ablate_each_head(s, heads, repl, clean, max_rows=args.max_rows)
-        times["batched"].append(time.perf_counter() - t)
-        t = time.perf_counter()
+        times["batched"].append(clock() - t)
+        t = clock()
         attribution(s, repl, clean)
-        times["atp"].append(time.perf_counter() - t)
+        times["atp"].append(clock() - t)
     idx = [heads.index(h) for h in looped]
     err = float((batched[idx] - loop).abs().max())
     med = {k: statistics.median(x) for k, x in times.items()}
@@ -84,6 +93,7 @@ def main(argv=None) -> dict:
         "prompts": int(s.tokens.shape[0]),
         "tokens_per_prompt": int(s.tokens.shape[1]),
         "threads": args.threads,
+        "device": str(device),
         "runs": args.runs,
         "seconds": med,
         "loop_over_batched": med["loop"] / med["batched"],
@@ -93,7 +103,7 @@ def main(argv=None) -> dict:
     scale = "" if len(looped) == len(heads) else f" (timed on {len(looped)} heads, scaled)"
     print(
         f"{s.name}: {len(heads)} heads, {out['prompts']} prompts x {out['tokens_per_prompt']} "
-        f"tokens, {args.threads} thread(s), median of {args.runs} interleaved rounds"
+        f"tokens, {device}, {args.threads} thread(s), median of {args.runs} interleaved rounds"
     )
     print(f"  forward (clean, full logits)  {med['forward']:8.3f} s")
     print(f"  loop of ablated forwards       {med['loop']:8.3f} s{scale}")
@@ -103,8 +113,9 @@ def main(argv=None) -> dict:
     print(f"  AtP = {out['atp_forward_equivalents']:.2f} forward-pass equivalents (target <= 3)")
     print(f"  batched vs loop: max |loss difference| {err:.2e}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
+        from induction.io import write_json
+
+        write_json(args.json, out)
     return out
 
 
