@@ -22,9 +22,13 @@ from .report import markdown_tables, task_table, verdict
 from .results import (
     README_END,
     README_START,
+    SUMMARY_END,
+    SUMMARY_START,
     load_results,
     readme_block,
+    summary_block,
     update_readme,
+    update_summary,
     write_outputs,
 )
 from .stats import add_flops_ratio, add_model_stats, comparisons, family_summary
@@ -40,6 +44,8 @@ __all__ = [
     "SOURCE_FAMILIES",
     "SOURCE_FAMILY",
     "SOURCE_LABEL",
+    "SUMMARY_END",
+    "SUMMARY_START",
     "MeasurementStore",
     "Measured",
     "ModelRef",
@@ -64,7 +70,9 @@ __all__ = [
     "source_family",
     "source_headline",
     "task_table",
+    "summary_block",
     "update_readme",
+    "update_summary",
     "verdict",
     "write_outputs",
 ]

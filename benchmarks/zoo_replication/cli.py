@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from pathlib import Path
 from .config import DEFAULT_OUT, Settings
 from .models import discover
 from .pipeline import replicate
-from .results import figure_link, load_results, update_readme, write_outputs
+from .results import figure_link, load_results, update_readme, update_summary, write_outputs
 from .store import MeasurementStore
 
 USAGE = """Replicate the source's induction-head claims on the zoo: dense vs LIDAS vs looped.
@@ -21,6 +22,7 @@ USAGE = """Replicate the source's induction-head claims on the zoo: dense vs LID
     python benchmarks/replication.py --fast              # reduced settings (CI, notebooks)
     python benchmarks/replication.py --models-dir runs/zoo2 --out-dir benchmarks/results/zoo2
     python benchmarks/replication.py --readme docs/results.md  # and rewrite its results block
+    python benchmarks/replication.py --readme docs/results.md --summary README.md  # and README's
     python benchmarks/replication.py --from-results --readme docs/results.md  # from the JSON
 """
 
@@ -79,6 +81,11 @@ def parser() -> argparse.ArgumentParser:
         help="rewrite the replication block of this Markdown file (docs/results.md)",
     )
     ap.add_argument(
+        "--summary",
+        default=None,
+        help="also rewrite the short replication-summary block of this Markdown file (README.md)",
+    )
+    ap.add_argument(
         "--from-results",
         action="store_true",
         help="do not measure: rewrite outputs (and --readme) from --out-dir's JSON",
@@ -117,6 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.readme:
             link = figure_link(args.readme, args.out_dir)
             print(f"wrote {update_readme(args.readme, rep, link, command)}", file=sys.stderr)
+        if args.summary:
+            target = Path(args.readme or "docs/results.md").resolve()
+            rel = os.path.relpath(target, Path(args.summary).resolve().parent)
+            wrote = update_summary(args.summary, rep, f"{rel}#replication")
+            print(f"wrote {wrote}", file=sys.stderr)
         print(rep.markdown())
 
     if args.from_results:
