@@ -126,7 +126,10 @@ def models() -> None:
 
     names = registry.zoo_models()
     if names:
-        typer.echo("Zoo models (pass the name, or a family name for its first seed):")
+        typer.echo(
+            "Zoo models (pass the name, or a family name for its first seed; commands "
+            f"without a model use {registry.DEFAULT_MODEL}):"
+        )
         typer.echo(
             f"  {'name':<12} {'family':<7} {'seed':>4} {'layers':>6} {'heads':>5}  from the card"
         )
