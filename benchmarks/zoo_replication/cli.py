@@ -72,6 +72,12 @@ def parser() -> argparse.ArgumentParser:
         "model measured before from the same inputs is reused, and each new one is stored as "
         "it lands, so a replication can span sessions)",
     )
+    ap.add_argument(
+        "--stored-only",
+        action="store_true",
+        help="measure nothing: summarise the models measured before (OUT_DIR/models/) with "
+        "these settings, naming the others (an interim report of a run spanning sessions)",
+    )
     ap.add_argument("--out-dir", default=str(DEFAULT_OUT))
     ap.add_argument("--no-png", action="store_true")
     ap.add_argument("--progress", action="store_true")
@@ -157,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         store=store,
         jobs=args.jobs,
         threads=args.threads,
+        stored_only=args.stored_only,
     )
     finish(rep)
     print(f"\n{len(refs)} models, {rep.seconds:.0f} s of measuring", file=sys.stderr)

@@ -53,18 +53,20 @@ def measure_model(
     progress: bool = False,
     code: str | None = None,
     log=None,
-) -> Measured:
+    stored_only: bool = False,
+) -> Measured | None:
     """:func:`.measure.measure` one model, served from ``store`` when it holds this model's
-    measurement under the same inputs (:func:`.store.measurement_key`), and stored when not.
-    ``code`` is :func:`.store.code_hash` taken when the run started (default: now); a
-    measurement is not stored if the code changed while it ran."""
+    measurement under the same inputs (:func:`.store.measurement_key`), and stored when not
+    (``stored_only``: None instead of measuring). ``code`` is :func:`.store.code_hash` taken
+    when the run started (default: now); a measurement is not stored if the code changed
+    while it ran."""
     start = time.perf_counter()
     code = code or code_hash()
     loaded, scores = scan_model(ref, settings)
     key = measurement_key(loaded, settings, scores, code) if store is not None else ""
     if store is not None:
         hit = store.get(ref.name, settings, key)
-        if hit is not None:
+        if hit is not None or stored_only:
             return hit
     measured = as_stored(measure_scanned(ref, loaded, scores, settings, progress, start))
     if store is None:
@@ -102,11 +104,14 @@ def replicate(
     store: MeasurementStore | None = None,
     jobs: int = 1,
     threads: int = 1,
+    stored_only: bool = False,
 ) -> Replication:
     """Measure every model of ``refs`` (default: the fixed-protocol zoo's dense, LIDAS and
     looped models) and summarise. ``store`` keeps each model's measurement as it lands and
     serves those measured before from the same inputs; ``jobs`` > 1 measures that many models
-    at once, each in its own process with ``threads`` torch threads."""
+    at once, each in its own process with ``threads`` torch threads. ``stored_only`` measures
+    nothing: it summarises the models ``store`` holds under these settings and inputs, and
+    names the others (an interim report while a long run spans sessions)."""
     settings = settings or Settings()
     refs = discover() if refs is None else list(refs)
     if not refs:
@@ -130,7 +135,20 @@ def replicate(
             f"{r['src_heads']} of top {r['src_top']} from {r['src_ancestors']} ancestors; {how}"
         )
 
-    if jobs > 1 and len(refs) > 1:
+    if stored_only:
+        if store is None:
+            raise InputError("--stored-only reads the stored measurements; drop --no-store")
+        for ref in refs:
+            hit = measure_model(ref, settings, store, code=code, stored_only=True)
+            if hit is None:
+                if log:
+                    log(f"{ref.name}: not measured with these settings yet (--stored-only)")
+            else:
+                report(ref, hit)
+        refs = [ref for ref in refs if ref.name in measured]
+        if not refs:
+            raise InputError("no stored measurements for these settings; run without --stored-only")
+    elif jobs > 1 and len(refs) > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
 

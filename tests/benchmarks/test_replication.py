@@ -350,3 +350,20 @@ def test_duplicate_models_are_refused(rep_mod):
     ref = _zoo_ref(rep_mod, "dense8-s0")
     with pytest.raises(Exception, match="models named twice: dense8-s0"):
         rep_mod.replicate([ref, ref], _tiny(rep_mod), log=None)
+
+
+def test_stored_only_summarises_what_is_stored(rep_mod, tmp_path):
+    """An interim report: the stored models only, the others named; nothing measured."""
+    refs = [_zoo_ref(rep_mod, "dense8-s0"), _zoo_ref(rep_mod, "lidas8-s0")]
+    store = rep_mod.MeasurementStore(tmp_path)
+    with pytest.raises(Exception, match="no stored measurements"):
+        rep_mod.replicate(refs, _tiny(rep_mod), log=None, store=store, stored_only=True)
+    first = rep_mod.replicate(refs[:1], _tiny(rep_mod), log=None, store=store)
+    lines: list[str] = []
+    interim = rep_mod.replicate(
+        refs, _tiny(rep_mod), log=lines.append, store=store, stored_only=True
+    )
+    assert list(interim.models["model"]) == ["dense8-s0"]
+    pd.testing.assert_frame_equal(interim.models, first.models)
+    assert any("lidas8-s0: not measured with these settings yet" in line for line in lines)
+    assert len(list(tmp_path.iterdir())) == 1  # nothing new measured or stored
