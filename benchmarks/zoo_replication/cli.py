@@ -155,16 +155,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
         return 2
     store = None if args.no_store else MeasurementStore(Path(args.out_dir) / "models")
-    rep = replicate(
-        refs,
-        settings_from(args),
-        progress=args.progress and args.jobs == 1,
-        log=lambda s: print(s, file=sys.stderr),
-        store=store,
-        jobs=args.jobs,
-        threads=args.threads,
-        stored_only=args.stored_only,
-    )
+    from induction.errors import InputError
+
+    try:
+        rep = replicate(
+            refs,
+            settings_from(args),
+            progress=args.progress and args.jobs == 1,
+            log=lambda s: print(s, file=sys.stderr),
+            store=store,
+            jobs=args.jobs,
+            threads=args.threads,
+            stored_only=args.stored_only,
+        )
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     finish(rep)
     print(f"\n{len(refs)} models, {rep.seconds:.0f} s of measuring", file=sys.stderr)
     return 0
