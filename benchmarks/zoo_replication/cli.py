@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.summary:
             target = Path(args.readme or "docs/results.md").resolve()
             rel = os.path.relpath(target, Path(args.summary).resolve().parent)
-            wrote = update_summary(args.summary, rep, f"{rel}#replication")
+            wrote = update_summary(args.summary, rep, f"{rel}#replication", command)
             print(f"wrote {wrote}", file=sys.stderr)
         print(rep.markdown())
 
@@ -172,5 +172,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finish(rep)
-    print(f"\n{len(refs)} models, {rep.seconds:.0f} s of measuring", file=sys.stderr)
+    print(f"\n{len(rep.models)} models, {rep.seconds:.0f} s of measuring", file=sys.stderr)
     return 0

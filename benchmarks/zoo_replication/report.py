@@ -369,7 +369,11 @@ def _regbench(fams: list[dict]) -> list[str]:
             f"{r['family']} {_pm(r['tvd_clean'], r['tvd_clean_std'], signed=False)}" for r in zoo
         )
         + f" against the source's {lo:.3f}-{hi:.3f} (LIDAS best, dense worst); the zoo's order "
-        + ("is the same" if same else "differs: " + " < ".join(r["family"] for r in src))
+        + (
+            "is the source's"
+            if same
+            else "differs from the source's, " + " < ".join(r["family"] for r in src)
+        )
         + f", its levels {min(r['tvd_clean'] for r in rows):.3f}-"
         f"{max(r['tvd_clean'] for r in rows):.3f}. Ablating the top heads "
         "raises it by "

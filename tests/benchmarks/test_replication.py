@@ -182,7 +182,12 @@ def test_tables_and_verdict(rep_mod):
     )
     assert "smallest possible 0.100" in text and "no family difference can reach" in text
     assert "lidas8 0.84x dense (16% fewer; source 26% fewer)" in text
-    assert "RegBench TVD" in text and "the zoo's order is the same" in text
+    assert "RegBench TVD" in text and "the zoo's order is the source's" in text
+    models = _models(rep_mod)
+    models.loc[models["family"] == "dense8", "tvd_clean"] = 0.30  # dense now the best
+    flipped = "\n".join(rep_mod.verdict(rep_mod.Replication.from_models(models, rep.settings)))
+    assert "lower is better): dense8 0.300 ± 0.000, lidas8 0.400" in flipped
+    assert "the zoo's order differs from the source's, lidas8 < looped8 < dense8" in flipped
     assert "lidas8: 10 of the 12 strongest heads descend from 4.0" in text
     # 100 controls: 1/101 per model, Holm over 9 -> 0.089 > 0.05, said as such
     assert "smallest adjusted p is 0.089 (> 0.05" in text
