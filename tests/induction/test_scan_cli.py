@@ -112,17 +112,19 @@ def test_output_equal_to_an_input_is_refused(tiny_llama_dir, tmp_path, one_line_
     one_line_error(scan(tiny_llama_dir, "--plot", same, "--bar", same), "different files")
 
 
-def test_default_model_is_the_grown_zoo_model(one_line_error):
+def test_default_model_is_the_lidas8_zoo_model(one_line_error):
+    """Without a model, commands use registry.DEFAULT_MODEL (lidas8: its first shipped seed)."""
+    assert registry.DEFAULT_MODEL == "lidas8"
     result = scan("--help")
     assert result.exit_code == 0
-    assert "grown" in result.stdout
+    assert "lidas8" in result.stdout
     args = ("--seq-len", 8, "--batch", 2, "--seeds", 1, "--no-loss", "--scores", "induction")
-    if any(n.startswith("grown-") for n in registry.zoo_models()):
+    if any(n.startswith("lidas8-") for n in registry.zoo_models()):
         result = scan(*args)
         assert result.exit_code == 0, result.output
-        assert "heads of grown-s" in result.stdout
+        assert "heads of lidas8-s0" in result.stdout
     else:
-        one_line_error(scan(*args), "grown")
+        one_line_error(scan(*args), "lidas8")
 
 
 def test_output_norm_column(tmp_path):
