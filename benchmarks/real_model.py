@@ -205,18 +205,6 @@ def table(reports: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def update_block(path: Path, text: str) -> Path:
-    from induction.errors import InputError
-    from induction.io import write_text
-
-    doc = path.read_text(encoding="utf-8")
-    if START not in doc or END not in doc:
-        raise InputError(f"{path} has no {START} ... {END} block")
-    head, rest = doc.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return write_text(path, head + START + "\n" + text + "\n" + END + tail)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="smollm2")
@@ -265,7 +253,10 @@ def main(argv=None) -> int:
         + table(reports)
     )
     if args.readme:
-        print(f"wrote {update_block(Path(args.readme), text)}", file=sys.stderr)
+        from zoo_replication.results import replace_block
+
+        wrote = replace_block(args.readme, START, END, f"{START}\n{text}\n{END}")
+        print(f"wrote {wrote}", file=sys.stderr)
     print(text)
     return 0
 

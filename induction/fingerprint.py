@@ -19,7 +19,7 @@ import importlib.util
 import json
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -132,21 +132,31 @@ def state_dict_hash(module: Any) -> str:
     return h.hexdigest()
 
 
+def module_sources(modules: Iterable[str]) -> Iterator[tuple[str, Path | None, Path | None]]:
+    """``(module, folder, file)`` for every source file of ``modules`` in order (a package
+    counts with every ``.py`` below it, sorted); ``(module, None, None)`` for one not found."""
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            yield name, None, None
+            continue
+        origin = Path(spec.origin)
+        files = sorted(origin.parent.rglob("*.py")) if spec.submodule_search_locations else [origin]
+        for f in files:
+            yield name, origin.parent, f
+
+
 @lru_cache(maxsize=64)
 def source_hash(modules: tuple[str, ...]) -> str:
     """Hash of the source of ``modules`` (a package counts with every ``.py`` below it): the
     code version of a computation, without version constants to forget to bump."""
     h = hashlib.sha256()
-    for name in modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
+    for name, _, f in module_sources(modules):
+        if f is None:
             h.update(f"{name}:missing".encode())
             continue
-        origin = Path(spec.origin)
-        files = sorted(origin.parent.rglob("*.py")) if spec.submodule_search_locations else [origin]
-        for f in files:
-            h.update(f"{name}:{f.name}:".encode())
-            h.update(f.read_bytes())
+        h.update(f"{name}:{f.name}:".encode())
+        h.update(f.read_bytes())
     return h.hexdigest()
 
 

@@ -173,15 +173,17 @@ def update_summary(
 ) -> Path:
     """Replace the block between the summary markers of ``path`` (atomic write)."""
     block = summary_block(rep, results_link, command)
-    return _replace_block(path, SUMMARY_START, SUMMARY_END, block)
+    return replace_block(path, SUMMARY_START, SUMMARY_END, block)
 
 
-def _replace_block(path: str | Path, start: str, end: str, block: str) -> Path:
+def replace_block(path: str | Path, start: str, end: str, block: str) -> Path:
+    """Replace ``start`` ... ``end`` (markers included) of the Markdown file ``path`` with
+    ``block`` (atomic write); a file without both markers is refused."""
     from induction.errors import InputError
     from induction.io import write_text
 
     path = Path(path)
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     if start not in text or end not in text:
         raise InputError(f"{path} has no {start} ... {end} block")
     head, rest = text.split(start, 1)
@@ -194,7 +196,7 @@ def update_readme(
 ) -> Path:
     """Replace the block between the replication markers of ``path`` (atomic write)."""
     block = readme_block(rep, figure_path or DEFAULT_FIGURE, command)
-    return _replace_block(path, README_START, README_END, block)
+    return replace_block(path, README_START, README_END, block)
 
 
 def figure_link(readme: str | Path, out_dir: str | Path) -> str:

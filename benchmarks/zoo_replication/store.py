@@ -60,41 +60,42 @@ def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
     change to the code itself does not (cf. :func:`induction.fingerprint.source_hash`, which
     hashes the bytes)."""
     import ast
-    import hashlib
-    import importlib.util
+
+    from induction.fingerprint import module_sources
 
     h = hashlib.sha256()
-    for name in modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
+    for name, folder, f in module_sources(modules):
+        if f is None:
             h.update(f"{name}:missing".encode())
             continue
-        origin = Path(spec.origin)
-        files = sorted(origin.parent.rglob("*.py")) if spec.submodule_search_locations else [origin]
-        for f in files:
-            if f.name in PRESENTATION:
-                continue
-            tree = ast.parse(f.read_text(encoding="utf-8"))
-            for node in ast.walk(tree):
-                body = getattr(node, "body", None)
-                if (
-                    isinstance(body, list)
-                    and body
-                    and isinstance(body[0], ast.Expr)
-                    and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)
-                ):
-                    node.body = body[1:] or [ast.Pass()]
-            h.update(f"{name}:{f.relative_to(origin.parent)}:".encode())
-            h.update(ast.dump(tree, include_attributes=False).encode())
+        if f.name in PRESENTATION:
+            continue
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+        h.update(f"{name}:{f.relative_to(folder)}:".encode())
+        h.update(ast.dump(tree, include_attributes=False).encode())
     return h.hexdigest()
 
 
+def measured_settings(settings: Settings) -> dict:
+    """The settings that decide the numbers: all but ``cache`` (which gives the same ones)."""
+    return {k: v for k, v in asdict(settings).items() if k != "cache"}
+
+
 def settings_hash(settings: Settings) -> str:
-    """8 hex digits of the settings that decide the numbers (all but ``cache``)."""
+    """8 hex digits of :func:`measured_settings`."""
     from induction.fingerprint import fingerprint
 
-    return fingerprint({k: v for k, v in asdict(settings).items() if k != "cache"}, length=8)
+    return fingerprint(measured_settings(settings), length=8)
 
 
 def model_hash(loaded) -> str:
@@ -116,7 +117,7 @@ def measurement_key(loaded, settings: Settings, scores: pd.DataFrame, code: str)
     from induction import INDUCTION_THRESHOLD
     from induction.fingerprint import fingerprint
 
-    measured = {k: v for k, v in asdict(settings).items() if k != "cache"}
+    measured = measured_settings(settings)
     ranking = scores[["layer", "head", "induction"]].to_numpy().tolist()
     return fingerprint(
         STORE_VERSION,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,13 +12,8 @@ GROWN = ROOT / "induction" / "zoo" / "models" / "grown-s0"
 
 
 @pytest.fixture(scope="module")
-def deep_mod():
-    path = ROOT / "benchmarks" / "deep_lineage.py"
-    spec = importlib.util.spec_from_file_location("deep_lineage_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def deep_mod(load_benchmark):
+    return load_benchmark("deep_lineage")
 
 
 @pytest.mark.skipif(not GROWN.is_dir(), reason="zoo model grown-s0 not shipped")

@@ -4,9 +4,7 @@ zoo19 tasks and RegBench: SmolLM2 itself takes an hour)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,13 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def real_model():
-    path = ROOT / "benchmarks" / "real_model.py"
-    spec = importlib.util.spec_from_file_location("real_model_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def real_model(load_benchmark):
+    return load_benchmark("real_model")
 
 
 ZOO = ROOT / "induction" / "zoo" / "models" / "dense8-s0"

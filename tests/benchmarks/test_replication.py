@@ -4,9 +4,7 @@ block of docs/results.md, the JSON round trip)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -16,13 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def rep_mod():
-    path = ROOT / "benchmarks" / "replication.py"
-    spec = importlib.util.spec_from_file_location("replication_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+def rep_mod(load_benchmark):
+    return load_benchmark("replication")
 
 
 def test_ancestor_counts_grown_like(rep_mod):
