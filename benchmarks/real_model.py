@@ -229,10 +229,19 @@ def main(argv=None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    from induction.errors import InputError
     from induction.loading import quiet_libraries
 
     quiet_libraries()
-    reports, info = measure(args, log=lambda s: print(s, file=sys.stderr))
+    try:
+        if args.readme:  # refused before the hour of measuring, not after
+            from zoo_replication.results import check_block
+
+            check_block(args.readme, START, END)
+        reports, info = measure(args, log=lambda s: print(s, file=sys.stderr))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from induction.io import write_table
 
     write_table(reports, Path(args.out_dir) / "real_model.csv")

@@ -13,7 +13,18 @@ from pathlib import Path
 from .config import DEFAULT_OUT, Settings
 from .models import discover
 from .pipeline import replicate
-from .results import figure_link, load_results, update_readme, update_summary, write_outputs
+from .results import (
+    README_END,
+    README_START,
+    SUMMARY_END,
+    SUMMARY_START,
+    check_block,
+    figure_link,
+    load_results,
+    update_readme,
+    update_summary,
+    write_outputs,
+)
 from .store import MeasurementStore
 
 USAGE = """Replicate the source's induction-head claims on the zoo: dense vs LIDAS vs looped.
@@ -137,6 +148,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {wrote}", file=sys.stderr)
         print(rep.markdown())
 
+    from induction.errors import InputError
+
+    try:  # refuse a target without its markers before measuring, not after
+        if args.readme:
+            check_block(args.readme, README_START, README_END)
+        if args.summary:
+            check_block(args.summary, SUMMARY_START, SUMMARY_END)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.from_results:
         rep = load_results(args.out_dir)
         if rep is None:
@@ -155,8 +176,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
         return 2
     store = None if args.no_store else MeasurementStore(Path(args.out_dir) / "models")
-    from induction.errors import InputError
-
     try:
         rep = replicate(
             refs,

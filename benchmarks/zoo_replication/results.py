@@ -176,16 +176,25 @@ def update_summary(
     return replace_block(path, SUMMARY_START, SUMMARY_END, block)
 
 
+def check_block(path: str | Path, start: str, end: str) -> str:
+    """The text of the Markdown file ``path``, refused in one line (:class:`InputError`) when
+    it is unreadable or lacks the ``start`` ... ``end`` markers; scripts call it before hours
+    of measuring, not after."""
+    from induction.errors import InputError
+    from induction.io import read_text
+
+    text = read_text(path, "Markdown file")
+    if start not in text or end not in text:
+        raise InputError(f"{path} has no {start} ... {end} block; add the two marker lines")
+    return text
+
+
 def replace_block(path: str | Path, start: str, end: str, block: str) -> Path:
     """Replace ``start`` ... ``end`` (markers included) of the Markdown file ``path`` with
     ``block`` (atomic write); a file without both markers is refused."""
-    from induction.errors import InputError
     from induction.io import write_text
 
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if start not in text or end not in text:
-        raise InputError(f"{path} has no {start} ... {end} block")
+    text = check_block(path, start, end)
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
     return write_text(path, head + block + tail)

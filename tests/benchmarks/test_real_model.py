@@ -58,3 +58,14 @@ def test_cells_leave_out_what_one_or_no_control_cannot_give(real_model):
     assert real_model._cell(row) == "+0.25 (+0.10, p 0.50)"
     assert real_model._cell({**row, "ctrl_mean": nan}) == "+0.25"
     assert real_model.Run("/data/my suite.jsonl", None, 0.1).name == "my_suite-frac0.1"
+
+
+def test_markerless_readme_is_refused_before_measuring(real_model, tmp_path, capsys):
+    doc = tmp_path / "results.md"
+    doc.write_text("no block here\n")
+    out = tmp_path / "out"
+    argv = ["--model", str(ZOO), "--out-dir", str(out), "--readme", str(doc)]
+    assert real_model.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "real-model:start" in err[0]
+    assert not out.exists() and doc.read_text() == "no block here\n"

@@ -365,3 +365,16 @@ def test_stored_only_summarises_what_is_stored(rep_mod, tmp_path):
     pd.testing.assert_frame_equal(interim.models, first.models)
     assert any("lidas8-s0: not measured with these settings yet" in line for line in lines)
     assert len(list(tmp_path.iterdir())) == 1  # nothing new measured or stored
+
+
+def test_markerless_target_is_refused_before_measuring(rep_mod, tmp_path, capsys):
+    """A --readme or --summary file without its markers ends in one line and exit 2 before any
+    model is loaded; nothing is written."""
+    doc = tmp_path / "notes.md"
+    doc.write_text("no markers\n")
+    out = tmp_path / "out"
+    for flag in ("--readme", "--summary"):
+        assert rep_mod.main(["--fast", "--out-dir", str(out), flag, str(doc)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and "marker" in err[0]
+    assert not out.exists() and doc.read_text() == "no markers\n"
