@@ -31,7 +31,13 @@ from .results import (
     update_summary,
     write_outputs,
 )
-from .stats import add_flops_ratio, add_model_stats, comparisons, family_summary
+from .stats import (
+    add_flops_ratio,
+    add_model_stats,
+    comparisons,
+    family_summary,
+    pooled_rank_p,
+)
 from .store import MeasurementStore, code_hash, measurement_key
 
 __all__ = [
@@ -65,6 +71,7 @@ __all__ = [
     "measure",
     "measure_model",
     "measurement_key",
+    "pooled_rank_p",
     "readme_block",
     "replicate",
     "source_family",

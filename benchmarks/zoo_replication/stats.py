@@ -6,7 +6,10 @@ is :mod:`ablation.stats` (docs/research.md, "Designing an experiment that can fa
   its own ``n`` random-head controls);
 - :func:`ablation.stats.family_comparison`: Welch's t and the exact permutation test over model
   seeds, on the drop and on the drop in excess of each model's random heads; Holm again over
-  the comparisons of one measure.
+  the comparisons of one measure;
+- :func:`pooled_rank_p`: one family's seeds together against their random heads (exact), Holm
+  over families. With 100 controls a model's own p cannot pass Holm over more than 5 models;
+  pooling the seeds' ranks can.
 
 Everything here is a function of the per-model rows, so ``--from-results`` recomputes it
 exactly from the saved JSON.
@@ -144,8 +147,9 @@ def dense_family(models: pd.DataFrame) -> str | None:
 
 def family_summary(models: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """One row per family: mean and sd over model seeds, the random controls pooled over
-    every draw, how many seeds beat random heads at Holm-adjusted ``p <= alpha``, the group
-    means and the source's figures."""
+    every draw, how many seeds beat random heads at Holm-adjusted ``p <= alpha``, the seeds
+    together against their random heads (``p_pooled``, :func:`pooled_rank_p`;
+    ``p_pooled_holm``: Holm over families), the group means and the source's figures."""
     rows = []
     groups = group_names(models)
     for fam in family_order(models["family"]):
@@ -172,10 +176,40 @@ def family_summary(models: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
         row["z_seeds"] = ", ".join(f"{_num(z):+.1f}" if _num(z) == _num(z) else "–" for z in g["z"])
         row["p_seeds"] = ", ".join(f"{_num(p):.3f}" for p in g["p_holm"])
         row["n_significant"] = int(sum(_num(p) <= alpha for p in g["p_holm"]))
+        row["p_pooled"] = pooled_rank_p(g["drop"], controls_of(g))
         row["source_drop"] = SOURCE["drop"].get(src, math.nan)
         row["source_tvd"] = SOURCE["tvd"].get(src, math.nan)
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        from ablation.stats import holm
+
+        out["p_pooled_holm"] = holm(out["p_pooled"].astype(float).tolist())
+    return out
+
+
+def pooled_rank_p(drops, control_drops) -> float:
+    """Exact one-sided p that a family's top heads cost more than random heads, all seeds
+    together.
+
+    Per model ``k``, ``u_k = #{control >= drop_k}`` (0 when the top heads beat every one of
+    its ``n_k`` random sets). Under the null that the top set is one more random set, ``u_k``
+    is uniform on ``0..n_k`` and independent across models (stochastically larger with ties,
+    so the test stays conservative); ``p = P(sum U_k <= sum u_k)``, exact by convolution. One
+    model gives its permutation p, ``(1 + u) / (1 + n)``; k models reach down to
+    ``prod 1 / (1 + n_k)``. NaN when no model has controls.
+    """
+    observed, null = 0, np.ones(1)
+    for drop, ctrl in zip(drops, control_drops):
+        ctrl = [c for c in (_num(c) for c in ctrl) if c == c]
+        drop = _num(drop)
+        if not ctrl or drop != drop:
+            continue
+        observed += sum(c >= drop for c in ctrl)
+        null = np.convolve(null, np.full(len(ctrl) + 1, 1 / (len(ctrl) + 1)))
+    if len(null) == 1:
+        return math.nan
+    return float(min(1.0, null[: observed + 1].sum()))
 
 
 def min_perm_p(n_a: int, n_b: int) -> float:

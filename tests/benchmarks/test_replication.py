@@ -161,6 +161,37 @@ def test_statistics_across_models_and_seeds(rep_mod):
     assert c.loc[("lidas8", "drop"), "p_holm"] == pytest.approx(0.2)  # Holm over 2
 
 
+def test_pooled_rank_p_is_exact(rep_mod):
+    """Against every equally likely placement of the top set among each model's controls."""
+    import itertools
+
+    drops = [0.30, 0.12, 0.05]
+    controls = [[0.1, 0.2, 0.4], [0.0, 0.1, 0.2, 0.3], [0.01, 0.02]]
+    u = [sum(c >= d for c in cs) for d, cs in zip(drops, controls)]  # 1, 2, 0
+    sizes = [len(c) + 1 for c in controls]
+    hits = sum(sum(v) <= sum(u) for v in itertools.product(*(range(s) for s in sizes)))
+    total = sizes[0] * sizes[1] * sizes[2]
+    assert rep_mod.pooled_rank_p(drops, controls) == pytest.approx(hits / total)
+    # one model: its own permutation p, (1 + u) / (1 + n)
+    assert rep_mod.pooled_rank_p([0.12], [controls[1]]) == pytest.approx(3 / 5)
+    # five models that each beat all 100 controls: far below what one model can reach
+    p5 = rep_mod.pooled_rank_p([1.0] * 5, [[0.0] * 100] * 5)
+    assert p5 == pytest.approx(101.0**-5) and p5 < 1e-9
+    # ties count against the top set (conservative); no controls: undefined
+    assert rep_mod.pooled_rank_p([0.2], [[0.2, 0.2, 0.2]]) == 1.0
+    assert rep_mod.pooled_rank_p([0.2], [[]]) != rep_mod.pooled_rank_p([0.2], [[]])
+
+
+def test_family_pooled_test_in_tables(rep_mod):
+    rep = _rep(rep_mod)
+    fam = rep.families.set_index("family")
+    # dense8: 3 seeds, each drop above both of its 2 controls -> (1/3)^3; Holm over 3 families
+    assert fam.loc["dense8", "p_pooled"] == pytest.approx(1 / 27)
+    assert fam.loc["dense8", "p_pooled_holm"] >= fam.loc["dense8", "p_pooled"]
+    assert "all seeds vs random heads: exact p (Holm)" in rep.markdown()
+    assert "together" in "\n".join(rep_mod.verdict(rep))
+
+
 def test_tables_and_verdict(rep_mod):
     rep = _rep(rep_mod)
     md = rep.markdown()
