@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from .config import SOURCE, SOURCE_FAMILIES, SOURCE_LABEL
-from .stats import group_names, min_perm_p
+from .stats import group_names
 
 ALPHA = 0.05
 
@@ -475,7 +475,6 @@ def _design(rep) -> list[str]:
     widths = sorted({int(v) for v in m["d_model"]}) if "d_model" in m else []
     vocab = sorted({int(v) for v in m["vocab"]}) if "vocab" in m else []
     seeds = rep.families["seeds"].tolist()
-    fewest = min(seeds) if seeds else 0
     out = [
         f"What this design can show: {n} models, {n_ctrl} random-head controls each, so a "
         f"model's permutation p is at least {min_p:.3f} and, Holm over {n} models, the "
@@ -488,20 +487,18 @@ def _design(rep) -> list[str]:
             f"{_p_exact(min_p ** max(seeds))} with {max(seeds)} seed(s))."
         ),
     ]
-    if len(seeds) > 1:
-        p2 = min_perm_p(fewest, fewest)
+    comps = rep.comparisons
+    if comps is not None and not comps.empty:
+        drop = comps[comps["measure"] == "drop"].to_dict(orient="records")
+        parts = [
+            f"{c['family']} {int(c['n_a'])} vs {int(c['n_b'])} (smallest possible p "
+            f"{_p(c['min_p'])}" + (", so it cannot reach 0.05)" if c["min_p"] > ALPHA else ")")
+            for c in drop
+        ]
         out.append(
-            "Across seeds the families are compared with "
-            + (f"{fewest}" if fewest == max(seeds) else f"{fewest}-{max(seeds)}")
-            + " seed(s) each; "
-            f"an exact permutation test over {fewest} vs {fewest} seeds cannot go below "
-            f"p = {p2:.3f}"
-            + (
-                f", so no family difference can reach p ≤ {ALPHA} at this seed count; the "
-                "intervals and Welch's t are the finer measure."
-                if p2 > ALPHA
-                else "."
-            )
+            f"Across seeds each family is compared with {drop[0]['vs']} by an exact "
+            "permutation test over its seeds: " + ", ".join(parts) + "; the intervals and "
+            "Welch's t are the finer measure where the seeds are few."
         )
     out.append(
         f"What it cannot show: the models are tiny ({', '.join(map(str, layers))} layers, "
