@@ -49,7 +49,7 @@ def _p(v) -> str:
 
 def _p_exact(v) -> str:
     """A p-value that can be far below 0.001 (the pooled test's), in scientific notation there."""
-    return "–" if v is None or v != v else (f"{float(v):.3f}" if v >= 0.001 else f"{v:.0e}")
+    return f"{v:.0e}" if v is not None and v == v and v < 0.001 else _p(v)
 
 
 def _md(header: list[str], rows: list[list[str]], align: str | None = None) -> str:

@@ -155,7 +155,8 @@ def family_summary(models: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     for fam in family_order(models["family"]):
         g = models[models["family"] == fam]
         src = source_family(fam)
-        pooled = [d for c in controls_of(g) for d in c]
+        controls = controls_of(g)
+        pooled = [d for c in controls for d in c]
         row = {"family": fam, "source_family": src, "seeds": len(g)}
         for col in SPREAD:
             if col in g.columns:
@@ -176,7 +177,7 @@ def family_summary(models: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
         row["z_seeds"] = ", ".join(f"{_num(z):+.1f}" if _num(z) == _num(z) else "–" for z in g["z"])
         row["p_seeds"] = ", ".join(f"{_num(p):.3f}" for p in g["p_holm"])
         row["n_significant"] = int(sum(_num(p) <= alpha for p in g["p_holm"]))
-        row["p_pooled"] = pooled_rank_p(g["drop"], controls_of(g))
+        row["p_pooled"] = pooled_rank_p(g["drop"], controls)
         row["source_drop"] = SOURCE["drop"].get(src, math.nan)
         row["source_tvd"] = SOURCE["tvd"].get(src, math.nan)
         rows.append(row)
