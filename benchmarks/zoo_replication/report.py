@@ -392,7 +392,7 @@ def _regbench(fams: list[dict]) -> list[str]:
         + (
             "is the source's"
             if same
-            else "differs from the source's, " + " < ".join(r["family"] for r in src)
+            else "differs from the source's (" + " < ".join(r["family"] for r in src) + " there)"
         )
         + f", its levels {min(r['tvd_clean'] for r in rows):.3f}-"
         f"{max(r['tvd_clean'] for r in rows):.3f}. Ablating the top heads "
