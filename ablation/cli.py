@@ -43,6 +43,28 @@ def ablate(
             help="Random head sets of the same size (p-values need >= 20 to reach 0.05).",
         ),
     ] = DEFAULT_CONTROLS,
+    controls_shape: Annotated[
+        str,
+        typer.Option(
+            "--controls-shape",
+            help="uniform (heads drawn from all layers), layer (the target's heads per layer, "
+            "in layers within --band of its layers) or both (--controls of each).",
+        ),
+    ] = "both",
+    band: Annotated[
+        int | None,
+        typer.Option(
+            "--band", help="Layer-shaped controls: layers either side (default n_layers/8)."
+        ),
+    ] = None,
+    readouts: Annotated[
+        bool,
+        typer.Option(
+            "--readouts/--no-readouts",
+            help="Also the teacher-forced log-prob of the gold answer and the accuracy over "
+            "the answer candidates (one forward pass per item).",
+        ),
+    ] = True,
     match_layers: Annotated[
         bool,
         typer.Option(
@@ -156,6 +178,9 @@ def ablate(
         mode=mode,
         mean_over=mean_over,
         controls=controls,
+        controls_shape=controls_shape,
+        band=band,
+        readouts=readouts,
         match_layers=match_layers,
         tied=tied,
         shots=shots,
@@ -217,6 +242,9 @@ def ablate(
             markup=False,
             highlight=False,
         )
+    if not quiet:
+        for line in [*result.gate_lines(), f"verdict: {result.verdict()}"]:
+            stderr.print(line, markup=False, highlight=False)
 
 
 def tasks(

@@ -15,6 +15,9 @@ DEFAULT_CONTROLS = 20
 MAX_PROMPT_TOKENS = 512
 
 MODES = ("zero", "mean")
+#: Control head sets: uniform over the non-target heads, with the target's heads-per-layer
+#: profile (``ablation.selection.shaped_controls``), or both (``controls`` of each).
+CONTROL_SHAPES = ("uniform", "layer", "both")
 MEAN_OVER = ("all", "position")
 
 
@@ -22,6 +25,11 @@ MEAN_OVER = ("all", "position")
 class AblationConfig:
     """What to ablate, on which tasks, against how many controls.
 
+    ``controls_shape``: ``controls`` uniform random head sets, ``controls`` sets with the
+    target's heads-per-layer profile within ``band`` layers (``layer``), or both (the
+    default; docs/research.md, "controls shaped like the target"). ``readouts`` adds the
+    teacher-forced log-probability of the gold answer and the candidate accuracy beside
+    F1/EM (``ablation.readout``).
     ``heads`` (e.g. ``"L3H1,L5H0"``) replaces the top-``frac`` selection by ``score``.
     ``suite=None`` takes the model's default (``zoo`` for the zoo vocabulary, else ``words``).
     ``max_prompt_tokens=None`` takes :func:`prompt_budget` of the model: a zoo model's
@@ -40,6 +48,9 @@ class AblationConfig:
     mode: str = "zero"
     mean_over: str = "all"
     controls: int = DEFAULT_CONTROLS
+    controls_shape: str = "both"
+    band: int | None = None  # layer-shaped controls: layers either side (None: n_layers / 8)
+    readouts: bool = True  # generation tasks: also logprob and cand_acc (ablation.readout)
     match_layers: bool = False
     tied: bool = False
     shots: int | None = None
@@ -72,6 +83,12 @@ class AblationConfig:
             raise InputError("--heads is empty; write e.g. 'L3H1,L5H0', or drop it to use --frac")
         if self.mode not in MODES:
             raise InputError(f"--mode must be zero or mean, got {self.mode!r}")
+        if self.controls_shape not in CONTROL_SHAPES:
+            raise InputError(
+                f"--controls-shape must be uniform, layer or both, got {self.controls_shape!r}"
+            )
+        if self.band is not None and (not isinstance(self.band, int) or self.band < 0):
+            raise InputError(f"--band must be an integer >= 0, got {self.band!r}")
         if self.mean_over not in MEAN_OVER:
             raise InputError(f"--mean-over must be all or position, got {self.mean_over!r}")
         for name, low in (("controls", 0), ("prompt_seeds", 1), ("batch", 1), ("seed", 0)):

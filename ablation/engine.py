@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from ablation import metrics
+from ablation import readout as R
 from ablation.hooks import HeadAblation, HeadMeans, head_means
 from ablation.results import EvalResult
 from ablation.tasks.base import DistTask, GenTask, Task
@@ -68,6 +69,7 @@ class Prepared:
     batches: list[tuple[list[int], torch.Tensor, torch.Tensor]]  # (item idx, ids, mask)
     fingerprint: str
     means: dict[str, HeadMeans] = field(default_factory=dict)
+    readout: R.ReadoutPlan | None = None  # teacher-forced readouts (ablation.readout)
 
 
 @dataclass
@@ -87,6 +89,7 @@ class Engine:
         batch_size: int = 32,
         max_len: int | None = None,
         dist_budget: float = 2e8,
+        readouts: bool = False,
     ):
         self.bridge = bridge
         enable_kv_cache(bridge)
@@ -96,6 +99,7 @@ class Engine:
         self.device = torch.device(bridge.cfg.device)
         self.max_len = max_len or int(getattr(bridge.cfg, "n_ctx", 2048) or 2048)
         self.dist_budget = dist_budget  # max batch * seq * vocab floats of logits
+        self.readouts = readouts  # generation tasks: also logprob and cand_acc
         self.pad_id = next(
             i for i in (self.tok.pad_token_id, self.tok.eos_token_id, 0) if i is not None
         )
@@ -150,6 +154,8 @@ class Engine:
                 task.stop,
                 [(it.prompt, it.golds) for it in task.items],
             ]
+            if self.readouts:
+                payload.append(["readouts", R.candidates(task)])
             bs = self.batch_size
         else:
             seqs = [it.ids[: self.max_len] for it in task.items]
@@ -176,7 +182,12 @@ class Engine:
                     mask[row, : len(s)] = 1
             batches.append((idx, ids, mask))
         fp = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-        return Prepared(task=task, batches=batches, fingerprint=fp)
+        readout = (
+            R.plan(task, self.tok, self.max_len)
+            if self.readouts and isinstance(task, GenTask)
+            else None
+        )
+        return Prepared(task=task, batches=batches, fingerprint=fp, readout=readout)
 
     def means_for(self, prep: Prepared, layers: Sequence[int], mean_over: str) -> HeadMeans:
         """Head means over the task's own prompts (the reference batch), computed once."""
@@ -233,7 +244,17 @@ class Engine:
         for name in metric_names:
             score = metrics.get_metric(name).score
             items[name] = [score(p, it.golds) for p, it in zip(preds, task.items, strict=True)]
-        scores = {name: float(np.mean(values)) for name, values in items.items()}
+        if prep.readout is not None:
+            if ablation is not None:
+                ablation.positions = None  # right padding: positions are 0..T-1
+            items |= R.run(
+                lambda **kw: self._forward(use_cache=False, **kw),
+                prep.readout,
+                self.pad_id,
+                self.batch_size,
+                self.device,
+            )
+        scores = {name: _mean(values) for name, values in items.items()}
         return EvalResult(scores=scores, items=items, predictions=preds)
 
     def generate(
@@ -325,6 +346,11 @@ class Engine:
         items = {"tvd": tvds, "acc": accs}
         scores = {name: float(np.nanmean(values)) for name, values in items.items()}
         return EvalResult(scores=scores, items=items)
+
+
+def _mean(values) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
 
 
 # ---------------------------------------------------------------------- result cache

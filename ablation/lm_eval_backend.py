@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ablation.engine import ResultCache, ablation_key
-from ablation.results import CLEAN, TARGET, EvalResult, TaskResults, control_label
+from ablation.results import CLEAN, EvalResult, TaskResults
 from induction.errors import InputError
 
 INSTALL_HINT = "pip install 'induction-workbench[lm-eval]' (or: pip install lm-eval)"
@@ -293,8 +293,7 @@ def run_lm_eval(
 
     cache = cache or ResultCache(None)
     lm = AblatedLM(loaded, batch_size=batch_size)
-    sets = [(CLEAN, [])] + [(TARGET, plan.target)]
-    sets += [(control_label(i), c) for i, c in enumerate(plan.controls)]
+    sets = [(CLEAN, [])] + plan.head_sets()
     results: dict[str, TaskResults] = {_key(t): TaskResults() for t in suite.tasks}
     todo: list[tuple[int, str, list, dict[str, str]]] = []
     for seed in sorted({t.seed for t in suite.tasks}):

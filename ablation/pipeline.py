@@ -48,6 +48,8 @@ class AblationResult:
     run: RunResult
     report: pd.DataFrame
     meta: dict = field(default_factory=dict)
+    gates: pd.DataFrame | None = None  # per task and readout (ablation.gates.task_gates)
+    model_gates: list = field(default_factory=list)  # ablation.gates.ModelGate
 
     @property
     def tasks(self) -> list[Task]:
@@ -84,6 +86,57 @@ class AblationResult:
         if path is not None:
             save_report_figure(fig, path)
         return fig
+
+    def gate_lines(self) -> list[str]:
+        """The validity gates, one line each: the model's, then each readout's suite gate."""
+        from ablation.gates import suite_gate
+
+        lines = []
+        for g in self.model_gates:
+            state = "n/a" if g.passed is None else ("pass" if g.passed else "FAIL")
+            lines.append(f"gate {g.name}: {state}: {g.detail}")
+        if self.gates is not None and not self.gates.empty:
+            for readout in [
+                None,
+                *[r for r in ("cand_acc", "logprob") if r in set(self.gates.readout)],
+            ]:
+                s = suite_gate(self.gates, readout)
+                state = "pass" if s["passed"] else "FAIL"
+                sat = ", mean drop saturated" if s.get("saturated") else ""
+                lines.append(
+                    f"gate {s['readout']}: {state}: {s['above_chance']} of {s['tasks']} tasks "
+                    f"above chance (needs most){sat}"
+                )
+        return lines
+
+    def verdict(self) -> str:
+        """One sentence on the mean drop that names the failed gate instead of a number's
+        reading where one fails (docs/research.md: "untestable here", never "disagrees")."""
+        from ablation.gates import VERDICT_READOUT, suite_gate
+
+        failed = [g.name for g in self.model_gates if g.passed is False]
+        if self.gates is not None and not self.gates.empty:
+            readout = VERDICT_READOUT if VERDICT_READOUT in set(self.gates.readout) else None
+            s = suite_gate(self.gates, readout)
+            if not s["passed"]:
+                failed.append(
+                    f"{s['readout']} (above chance on {s['above_chance']} of {s['tasks']} "
+                    f"tasks{', drop saturated' if s.get('saturated') else ''})"
+                )
+            key = "MEAN" if readout is None else f"MEAN[{readout}]"
+        else:
+            key = "MEAN"
+        if failed:
+            return "untestable here: the gate(s) " + "; ".join(failed) + " failed"
+        row = self.report[self.report.task == key]
+        if row.empty:
+            return "no measured mean"
+        r = row.iloc[0]
+        return (
+            f"{key} drop {r['drop']:+.3f} against uniform random heads {r.ctrl_mean:+.3f} "
+            f"(p {r.p_ctrl:.2f}) and layer-shaped random heads {r.shaped_mean:+.3f} "
+            f"(p {r.p_shaped:.2f})"
+        )
 
     def print(self, console=None) -> None:
         """The report as a rich table (stdout by default)."""
@@ -140,7 +193,7 @@ def ablate(
     silent = silent_targets(loaded, plan, seed=cfg.seed)
     say(plan_line(loaded, cfg, plan, f"suite {suite}", tasks))
     cache = ResultCache(cache_path)
-    engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=cfg.batch)
+    engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=cfg.batch, readouts=cfg.readouts)
     run = run_ablation(
         loaded,
         tasks,
@@ -157,7 +210,12 @@ def ablate(
     from ablation.report import build_report
 
     report = build_report(run)
+    gates, model_gates = _gates(loaded, tasks, run, plan)
     meta = {**run.meta, "suite": suite, "config": cfg.to_dict(), "cached_results": run.cached}
+    meta["gates"] = gates.to_dict(orient="records")
+    meta["model_gates"] = [
+        {"name": g.name, "passed": g.passed, "detail": g.detail} for g in model_gates
+    ]
     meta["prompt_tokens_max"] = _prompt_limit(cfg, loaded, suite)
     meta["output_norm"] = {k: v for k, v in silent.items() if k != "note"}
     if silent["note"]:
@@ -170,7 +228,24 @@ def ablate(
         run=run,
         report=report,
         meta=meta,
+        gates=gates,
+        model_gates=model_gates,
     )
+
+
+def _gates(loaded, tasks, run, plan):
+    """Per-task gates of the run and the model's gates (docs/research.md)."""
+    from ablation.gates import model_gates, task_gates
+    from ablation.report import task_key
+    from induction import INDUCTION_THRESHOLD
+
+    gates = task_gates(tasks, run.results, task_key)
+    scores = plan.scores
+    if scores is not None and "induction" in scores.columns:
+        strongest = float(scores["induction"].max())
+        card = loaded.card if isinstance(loaded.card, dict) else None
+        return gates, model_gates(strongest, INDUCTION_THRESHOLD, card)
+    return gates, []
 
 
 def silent_targets(loaded, plan, seed: int = 0) -> dict:
@@ -309,6 +384,8 @@ def plan_for(loaded, cfg: AblationConfig, scores, cache_path) -> HeadPlan:
         tied=cfg.tied,
         scores=scores,
         cache_dir=None if cache_path is None else cache_path.parent,
+        controls_shape=cfg.controls_shape,
+        band=cfg.band,
     )
 
 
@@ -316,7 +393,8 @@ def plan_line(loaded, cfg: AblationConfig, plan: HeadPlan, what: str, tasks) -> 
     """The one-line summary of what a run ablates, against what, on which tasks."""
     return (
         f"{loaded.info.name}: {plan.selection}; ablating {heads_text(plan.target)} "
-        f"({cfg.mode}); {len(plan.controls)} random controls; {what}, "
+        f"({cfg.mode}); {len(plan.controls)} uniform and {len(plan.shaped)} layer-shaped "
+        f"random controls; {what}, "
         f"{len({t.name for t in tasks})} tasks x {cfg.prompt_seeds} prompt seed(s)"
     )
 

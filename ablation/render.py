@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from rich.markup import escape
 
 from induction.io import atomic_path
 
@@ -64,6 +65,8 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
         ("controls", "right"),
         ("z", "right"),
         ("p_ctrl", "right"),
+        ("shaped", "right"),
+        ("p_shaped", "right"),
     ]:
         table.add_column(col, justify=just)
     for r in df.itertuples():
@@ -79,8 +82,11 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
         z = "-" if math.isnan(r.z) else f"{r.z:+.1f}"
         style = "bold" if str(r.task).startswith("MEAN") else None
         control = bool(getattr(r, "positive_control", False))
+        shaped_mean = getattr(r, "shaped_mean", math.nan)
+        shaped = "-" if _missing(shaped_mean) else f"{shaped_mean:+.3f}"
+        p_shaped = getattr(r, "p_shaped", math.nan)
         table.add_row(
-            f"{r.task} †" if control else r.task,
+            escape(f"{r.task} †" if control else str(r.task)),
             r.metric,
             str(r.n),
             f"{r.clean:.3f}",
@@ -89,11 +95,17 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
             ctrl,
             z,
             "-" if math.isnan(r.p_ctrl) else f"{r.p_ctrl:.2f}",
+            shaped,
+            "-" if _missing(p_shaped) else f"{p_shaped:.2f}",
             style=style,
         )
     if "positive_control" in df.columns and df.positive_control.astype(bool).any():
         table.caption = "† positive control (induction by construction): not in the means"
     console.print(table)
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def stdout_console():

@@ -12,7 +12,10 @@ within each task). With several prompt seeds (``--prompt-seeds``) scores are ave
 seeds and ``seed_std`` is the standard deviation of the drop across seeds.
 The ``MEAN`` row averages the generation tasks that are not positive controls (F1/EM/number:
 the "mean F1 over tasks" of the source), ``MEAN:<group>`` rows each group; their control
-spread is over per-control mean drops.
+spread is over per-control mean drops. ``shaped_*`` columns are the same statistics against
+the layer-shaped controls (the target's heads-per-layer profile, ``selection.shaped_controls``).
+With readouts (``ablation.readout``) each generation task also has ``<task>:logprob`` and
+``<task>:cand_acc`` rows and the means ``MEAN[logprob]`` and ``MEAN[cand_acc]``.
 """
 
 from __future__ import annotations
@@ -50,8 +53,16 @@ COLUMNS = [
     "z",
     "p_ctrl",
     "ctrl_drops",
+    "shaped_mean",
+    "shaped_std",
+    "p_shaped",
+    "shaped_drops",
     "positive_control",
 ]
+
+#: Continuous readouts reported beside a generation task's metric (:mod:`ablation.readout`);
+#: their means are the ``MEAN[<readout>]`` rows.
+READOUT_METRICS = ("logprob", "cand_acc")
 
 
 def _drop(clean: float, other: float, higher_is_better: bool) -> float:
@@ -78,16 +89,19 @@ def build_report(run) -> pd.DataFrame:
     for task in run.tasks:
         by_name.setdefault(task.name, []).append(task)
     measured: list[dict] = []  # generation tasks that enter the mean (not positive controls)
+    readouts: dict[str, list[dict]] = {m: [] for m in READOUT_METRICS}
     for name, group in by_name.items():
         first = group[0]
         metric_list = list(getattr(first, "metrics", None) or [])  # lm-eval: all metrics
         metric_list = metric_list or [(first.metric, first.higher_is_better)]
         if isinstance(first, DistTask):
             metric_list.append(("acc", get_metric("acc").higher_is_better))
+        clean0 = run.results[task_key(first)].clean.scores
+        metric_list += [(m, True) for m in READOUT_METRICS if m in clean0]
         for metric, hib in metric_list:
             cleans, abls, drops, diffs = [], [], [], []
             items_clean, items_abl = [], []  # per prompt seed, for the bootstrap interval
-            ctrl_by_seed = []
+            ctrl_by_seed, shaped_by_seed = [], []
             for task in group:
                 res = run.results[task_key(task)]
                 clean = res.clean.scores[metric]
@@ -102,10 +116,12 @@ def build_report(run) -> pd.DataFrame:
                 items_clean.append(ci[keep].tolist())
                 items_abl.append(ai[keep].tolist())
                 ctrl_by_seed.append([_drop(clean, c.scores[metric], hib) for c in res.controls()])
+                shaped_by_seed.append([_drop(clean, c.scores[metric], hib) for c in res.shaped()])
             drop = float(np.mean(drops))
             ctrl = (
                 [float(np.mean(c)) for c in zip(*ctrl_by_seed, strict=True)] if n_controls else []
             )
+            shaped = [float(np.mean(c)) for c in zip(*shaped_by_seed, strict=True)]
             mean, std, z = _stats(drop, ctrl)
             n = len(diffs)
             finite = int(np.isfinite(diffs).sum()) if n else 0  # lm-eval: NaN if not numbers
@@ -133,23 +149,43 @@ def build_report(run) -> pd.DataFrame:
                     "z": z,
                     "p_ctrl": p_ctrl(drop, ctrl),
                     "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
+                    **_shaped_stats(drop, shaped),
                 }
             )
             rows[-1]["positive_control"] = bool(getattr(first, "positive_control", False))
             in_mean = getattr(first, "in_mean", not isinstance(first, DistTask))
-            if metric == first.metric and in_mean and not rows[-1]["positive_control"]:
+            if in_mean and not rows[-1]["positive_control"]:
                 pooled = (
                     [x for xs in items_clean for x in xs],
                     [x for xs in items_abl for x in xs],
                 )
-                measured.append({**rows[-1], "_ctrl": ctrl, "_items": pooled, "_hib": hib})
+                entry = {**rows[-1], "_ctrl": ctrl, "_shaped": shaped, "_items": pooled}
+                entry["_hib"] = hib
+                if metric == first.metric:
+                    measured.append(entry)
+                elif metric in readouts:
+                    readouts[metric].append(entry)
     groups = list(dict.fromkeys(r["group"] for r in measured))
     if len(groups) > 1:
         for g in groups:
             rows.append(_mean_row(f"MEAN:{g}", g, [r for r in measured if r["group"] == g]))
     if measured:
         rows.append(_mean_row("MEAN", "generation tasks", measured))
+    for metric, entries in readouts.items():
+        if entries:
+            rows.append(_mean_row(f"MEAN[{metric}]", "generation tasks", entries))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _shaped_stats(drop: float, shaped: list[float]) -> dict:
+    """The ``shaped_*`` columns: mean, sd and permutation p against the shaped controls."""
+    mean, std, _ = _stats(drop, shaped)
+    return {
+        "shaped_mean": mean,
+        "shaped_std": std,
+        "p_shaped": p_ctrl(drop, shaped),
+        "shaped_drops": json.dumps([round(c, 4) for c in shaped]),
+    }
 
 
 def _mean_row(label: str, group: str, measured: list[dict]) -> dict:
@@ -158,6 +194,7 @@ def _mean_row(label: str, group: str, measured: list[dict]) -> dict:
     drop = float(np.mean([r["drop"] for r in measured]))
     per_control = list(zip(*(r["_ctrl"] for r in measured), strict=True))
     ctrl = [float(np.mean(c)) for c in per_control]
+    shaped = [float(np.mean(c)) for c in zip(*(r["_shaped"] for r in measured), strict=True)]
     mean, std, z = _stats(drop, ctrl)
     # items resampled within each task; the statistic is the mean over tasks of their drops
     hib = measured[0]["_hib"] if all(r["_hib"] == measured[0]["_hib"] for r in measured) else None
@@ -189,6 +226,7 @@ def _mean_row(label: str, group: str, measured: list[dict]) -> dict:
         "z": z,
         "p_ctrl": p_ctrl(drop, ctrl),
         "ctrl_drops": json.dumps([round(c, 4) for c in ctrl]),
+        **_shaped_stats(drop, shaped),
         "positive_control": False,
     }
 

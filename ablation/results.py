@@ -19,6 +19,11 @@ def control_label(i: int) -> str:
     return f"control{i}"
 
 
+def shaped_label(i: int) -> str:
+    """Label of the ``i``-th layer-shaped control head set."""
+    return f"shaped{i}"
+
+
 @dataclass
 class EvalResult:
     """One task under one head set: ``scores[metric]`` is the mean of ``items[metric]``."""
@@ -73,8 +78,15 @@ class TaskResults:
 
     def controls(self) -> list[EvalResult]:
         """The random controls' results in control order."""
+        return self._series(control_label)
+
+    def shaped(self) -> list[EvalResult]:
+        """The layer-shaped controls' results in control order."""
+        return self._series(shaped_label)
+
+    def _series(self, label) -> list[EvalResult]:
         out, i = [], 0
-        while control_label(i) in self.by_label:
-            out.append(self.by_label[control_label(i)])
+        while label(i) in self.by_label:
+            out.append(self.by_label[label(i)])
             i += 1
         return out

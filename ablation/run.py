@@ -16,12 +16,15 @@ import pandas as pd
 from ablation.engine import ENGINE_VERSION, Engine, ResultCache, ablation_key
 from ablation.hooks import HeadAblation, tie_heads
 from ablation.report import task_key
-from ablation.results import CLEAN, TARGET, TaskResults, control_label
+from ablation.results import CLEAN, TARGET, TaskResults, control_label, shaped_label
 from ablation.selection import (
+    band_half_width,
     describe,
+    layer_profile,
     n_selected,
     parse_heads,
     random_controls,
+    shaped_controls,
     tied_scores,
     top_frac,
 )
@@ -37,6 +40,17 @@ class HeadPlan:
     scores: pd.DataFrame | None = None
     tied: bool = False
     unrolled_layers: list | None = None
+    # controls with the target's heads-per-layer profile (selection.shaped_controls)
+    shaped: list[list[tuple[int, int]]] = field(default_factory=list)
+    band: int | None = None
+
+    def head_sets(self) -> list[tuple[str, list[tuple[int, int]]]]:
+        """``(label, heads)`` of the target, every uniform and every shaped control."""
+        return (
+            [(TARGET, self.target)]
+            + [(control_label(i), c) for i, c in enumerate(self.controls)]
+            + [(shaped_label(i), c) for i, c in enumerate(self.shaped)]
+        )
 
     def expand(self, heads):
         """Heads actually hooked (all passes of a tied looped model)."""
@@ -126,7 +140,12 @@ def plan_heads(
     tied: bool = False,
     scores: pd.DataFrame | None = None,
     cache_dir: str | Path | None = None,
+    controls_shape: str = "uniform",
+    band: int | None = None,
 ) -> HeadPlan:
+    """The target heads and the random controls: ``n_controls`` uniform sets
+    (``controls_shape`` ``uniform`` or ``both``) and ``n_controls`` sets with the target's
+    layer profile (``layer`` or ``both``; :func:`ablation.selection.shaped_controls`)."""
     info = loaded.info
     if n_controls < 0:
         raise InputError(f"--controls must be >= 0, got {n_controls}")
@@ -159,9 +178,19 @@ def plan_heads(
         target,
         info.n_layers,
         info.n_heads,
-        n_controls,
+        n_controls if controls_shape in ("uniform", "both") else 0,
         seed=seed,
         match_layers=match_layers,
+        pool=pool,
+    )
+    band = band_half_width(info.n_layers) if band is None else band
+    shaped = shaped_controls(
+        target,
+        info.n_layers,
+        info.n_heads,
+        n_controls if controls_shape in ("layer", "both") else 0,
+        seed=seed + 100_000,  # a stream apart from the uniform controls'
+        band=band,
         pool=pool,
     )
     return HeadPlan(
@@ -171,6 +200,8 @@ def plan_heads(
         scores=scores,
         tied=tied,
         unrolled_layers=unrolled,
+        shaped=shaped,
+        band=band,
     )
 
 
@@ -221,7 +252,7 @@ def run_ablation(
     """Evaluate ``tasks`` clean, with ``plan.target`` ablated and under each control."""
     engine = engine or Engine(loaded.bridge, loaded.tokenizer)
     cache = cache or ResultCache(None)
-    sets = [(TARGET, plan.target)] + [(control_label(i), c) for i, c in enumerate(plan.controls)]
+    sets = plan.head_sets()
     results: dict[str, TaskResults] = {}
     prepared = [engine.prepare(t) for t in tasks]
     todo = []
@@ -263,6 +294,9 @@ def run_meta(loaded, plan: HeadPlan, mode, mean_over, total_s: float, forward_s:
         "selection": plan.selection,
         "heads": describe(plan.target),
         "controls": [describe(c) for c in plan.controls],
+        "shaped_controls": [describe(c) for c in plan.shaped],
+        "target_profile": layer_profile(plan.target),
+        "band": plan.band,
         "mode": mode,
         "mean_over": mean_over if mode == "mean" else None,
         "tied": plan.tied,

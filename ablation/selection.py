@@ -119,6 +119,71 @@ def random_controls(
     return out
 
 
+def band_half_width(n_layers: int) -> int:
+    """Default depth band of layer-shaped controls: ``max(1, round(n_layers / 8))`` layers
+    either side (1 for the zoo's 8 layers, 4 for a 30-layer model)."""
+    return max(1, round(n_layers / 8))
+
+
+def shaped_controls(
+    target: Sequence[Head],
+    n_layers: int,
+    n_heads: int,
+    n_controls: int,
+    seed: int = 0,
+    band: int | None = None,
+    pool: Sequence[Head] | None = None,
+) -> list[list[Head]]:
+    """Random head sets with the target's layer profile (docs/research.md, "controls shaped
+    like the target"): for each target layer holding ``k`` target heads, ``k`` non-target heads
+    of one layer drawn uniformly from the layers within ``band`` of it (the target layer
+    included) that have ``k`` non-target heads, a different layer for each target layer. A top
+    set piled into one late layer is compared with random sets piled into one late layer, so
+    the difference no longer measures "removing most of a late layer".
+
+    Where no layer of the band can host a profile entry, the band widens to the nearest
+    layer that can; :class:`InputError` when none can (``k`` above every layer's non-target
+    heads). Seeded by ``seed + i`` for control ``i`` (as :func:`random_controls`).
+    """
+    band = band_half_width(n_layers) if band is None else band
+    if band < 0:
+        raise InputError(f"--band must be >= 0, got {band}")
+    universe = list(pool) if pool is not None else all_heads(n_layers, n_heads)
+    chosen = set(target)
+    free: dict[int, list[Head]] = {}
+    for h in universe:
+        if h not in chosen:
+            free.setdefault(h[0], []).append(h)
+    profile = sorted(Counter(layer for layer, _ in target).items(), key=lambda lk: -lk[1])
+    out: list[list[Head]] = []
+    for i in range(n_controls):
+        rng = random.Random(seed + i)
+        used: set[int] = set()
+        picked: list[Head] = []
+        for layer, k in profile:  # largest piles first: they have the fewest hosts
+            hosts = [la for la, hs in free.items() if len(hs) >= k and la not in used]
+            if not hosts:
+                raise InputError(
+                    f"no layer has {k} non-target heads for a layer-shaped control of layer "
+                    f"{layer}; use uniform controls (--controls-shape uniform) or fewer targets"
+                )
+            near = [la for la in hosts if abs(la - layer) <= band]
+            if not near:  # widen the band to the nearest hosts
+                nearest = min(abs(la - layer) for la in hosts)
+                near = [la for la in hosts if abs(la - layer) == nearest]
+            host = rng.choice(sorted(near))
+            used.add(host)
+            picked += rng.sample(sorted(free[host]), k)
+        out.append(sorted(picked))
+    return out
+
+
+def layer_profile(heads: Iterable[Head]) -> str:
+    """``"L6x5,L7x1"``: heads per layer, for reports."""
+    counts = Counter(layer for layer, _ in heads)
+    return ",".join(f"L{la}x{k}" for la, k in sorted(counts.items()))
+
+
 def tied_scores(scores: pd.DataFrame, unrolled_layers: Sequence[tuple[int, int]]) -> pd.DataFrame:
     """Aggregate per-unrolled-layer scores of a looped model to its block layers (max over
     passes), relabelled with the first unrolled layer that runs each block layer."""

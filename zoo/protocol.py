@@ -46,6 +46,7 @@ from induction.layers import decoder_layers
 from induction.looped import LoopPlan, tie_layers, untie_to_stored
 from induction.zoo import corpus as C
 from induction.zoo import vocab as V
+from induction.zoo.probe import probe
 from lineage.growth import PRESETS as GROWTH_PRESETS
 from lineage.growth import duplicate_layers
 from lineage.log import DuplicationLog
@@ -57,6 +58,7 @@ CHECKPOINTS = "checkpoints"
 TRAIN_STATE = "training_state.pt"
 TRAIN_CONFIG = "train_config.json"
 TRAIN_LOG = "train_log.jsonl"
+PROBE_FIELDS = ("lookup", "varassign", "position_gap")
 
 #: Warm-up curriculum: mostly repeated random spans of at most 18 tokens, which shortens the
 #: plateau before induction heads form (Zucchet et al. 2025); then the full mix.
@@ -115,6 +117,8 @@ class FixedTrainConfig:
     # measurement (logged, decides nothing)
     eval_every: int = 50
     eval_distance: int = 16
+    # in-context probe (``induction.zoo.probe``) every this many steps, 0: never; logged only
+    probe_every: int = 0
     repeat_len: int = 32
     # checkpoints: 0, then first_checkpoint * 2^k, plus growth events, plus the last step.
     # 50 keeps a 3000-step dense8 series (7 float16 checkpoints + the float32 model) < 10 MB
@@ -410,6 +414,14 @@ def train_fixed(
                     }
                 )
                 bar(st.step, row["loss"], score, depth)
+            if cfg.probe_every and (st.step % cfg.probe_every == 0 or st.step == cfg.steps):
+                found = probe(model, n_seq=32)
+                row |= {"lookup": found.lookup, "varassign": found.varassign,
+                        "position_gap": found.position_gap}  # fmt: skip
+                entry = next((h for h in st.history if h["step"] == st.step), None)
+                if entry is None:
+                    st.history.append(entry := {"step": st.step, "depth": depth})
+                entry |= {k: round(v, 4) for k, v in row.items() if k in PROBE_FIELDS}
             if logfile is not None:
                 logfile.write(json.dumps(row) + "\n")
                 logfile.flush()

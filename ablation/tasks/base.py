@@ -35,8 +35,13 @@ class Example:
 
 @dataclass
 class GenItem:
+    """A finished prompt and its gold answers; ``candidates``: the right-type answers a blind
+    guess would choose from (for the ``cand_acc`` readout and the chance level; None: the
+    task's answer set, ``ablation.readout.candidates``)."""
+
     prompt: str
     golds: list[str]
+    candidates: list[str] | None = None
 
 
 @dataclass

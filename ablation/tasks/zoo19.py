@@ -454,6 +454,18 @@ def records(
     return out
 
 
+def unit_candidates(unit: Unit) -> list[str] | None:
+    """The right-type answers of one question: its ``values`` (a passage's values, a
+    relation's values, a program's digits, yes/no) or its numeric ``range``, spelled."""
+    if "values" in unit.meta:
+        cands = [str(v) for v in unit.meta["values"]]
+    elif "range" in unit.meta:
+        cands = [_spell(int(n)) for n in unit.meta["range"]]
+    else:
+        return None
+    return cands if unit.answer in cands else [*cands, unit.answer]
+
+
 def build(
     name: str, n_items: int, shots: int | None = None, seed: int = 0, max_tokens: int = CONTEXT
 ) -> GenTask:
@@ -465,7 +477,10 @@ def build(
         task = zoo.copy(n_items, seed)
     else:
         recs = records(name, n_items, shots, seed, max_tokens)
-        items = [GenItem(prompt=r.prompt, golds=[r.unit.answer]) for r in recs]
+        items = [
+            GenItem(prompt=r.prompt, golds=[r.unit.answer], candidates=unit_candidates(r.unit))
+            for r in recs
+        ]
         task = GenTask(name, items, metric=spec.metric)
     task.metric, task.stop, task.max_new_tokens = spec.metric, list(spec.stop), spec.max_new_tokens
     task.group, task.suite, task.positive_control = spec.group, SUITE, spec.positive_control

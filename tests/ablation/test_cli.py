@@ -57,10 +57,15 @@ def test_end_to_end_report_files_and_resume(tiny_llama_dir, tmp_path, monkeypatc
     result = ablate(*args, "--out", out, "--plot", plot)
     assert result.exit_code == 0, result.output
     df = pd.read_csv(out)
-    assert list(df.task) == ["lookup", "copy", "var_depth0", "var_depth1", "regbench",
-                             "regbench:acc", "MEAN"]  # fmt: skip
-    assert {"clean", "ablated", "drop", "ctrl_mean", "ctrl_std", "z"} <= set(df.columns)
+    gen = ["lookup", "copy", "var_depth0", "var_depth1"]
+    readouts = [f"{t}:{r}" for t in gen for r in ("logprob", "cand_acc")]
+    assert sorted(df.task) == sorted(gen + readouts + ["regbench", "regbench:acc", "MEAN",
+                                     "MEAN[logprob]", "MEAN[cand_acc]"])  # fmt: skip
+    assert list(df.task[:3]) == ["lookup", "lookup:logprob", "lookup:cand_acc"]
+    assert {"clean", "ablated", "drop", "ctrl_mean", "ctrl_std", "z", "shaped_mean",
+            "p_shaped"} <= set(df.columns)  # fmt: skip
     assert len(json.loads(df.ctrl_drops.iloc[0])) == 2
+    assert len(json.loads(df.shaped_drops.iloc[0])) == 2  # --controls-shape both: 2 of each
     assert "plotly" in plot.read_text()[:5000].lower() or "plotly" in plot.read_text()
     assert "MEAN" in result.stdout and "lookup" in result.stdout
 
@@ -94,8 +99,8 @@ def test_interrupted_run_leaves_no_report_and_resumes(tiny_llama_dir, tmp_path, 
 
     monkeypatch.setattr(engine_mod.Engine, "evaluate", flaky)
     args = [tiny_llama_dir, "--suite", "zoo", "--task", "copy", "--task", "var_depth0",
-            "--n-items", 4, "--controls", 1, "--heads", "0.1,1.2", "--quiet",
-            "--out", out]  # fmt: skip
+            "--n-items", 4, "--controls", 1, "--controls-shape", "uniform", "--no-readouts",
+            "--heads", "0.1,1.2", "--quiet", "--out", out]  # fmt: skip
     first = ablate(*args)
     assert first.exit_code != 0 and not out.exists()
     assert not list(tmp_path.glob(".r.csv*"))  # no temporary report left behind
@@ -116,7 +121,9 @@ def test_mean_mode_explicit_heads_and_user_tasks(tiny_llama_dir, tmp_path, one_l
                     "--shots", 2, "--prompt-seeds", 2, "--quiet", "--out", out)  # fmt: skip
     assert result.exit_code == 0, result.output
     df = pd.read_csv(out)
-    assert list(df.task) == ["t", "MEAN"] and df.n.iloc[0] == 10 and df.seeds.iloc[0] == 2
+    assert list(df.task) == ["t", "t:logprob", "t:cand_acc", "MEAN", "MEAN[logprob]",
+                             "MEAN[cand_acc]"]  # fmt: skip
+    assert df.n.iloc[0] == 10 and df.seeds.iloc[0] == 2
     one_line_error(ablate(tiny_llama_dir, "--suite", f, "--out", f), "input")
 
 

@@ -171,7 +171,8 @@ def test_zoo_tasks_cli_report_and_resume(tmp_path, one_line_error):
     again = ablate(*args, "--out", js)
     assert again.exit_code == 0, again.output
     meta = json.loads(js.read_text())["meta"]
-    assert meta["lm_eval"] == ["induction_zoo"] and meta["cached_results"] == 12  # resumed
+    # 3 tasks x (clean, target, 2 uniform and 2 layer-shaped controls), all resumed
+    assert meta["lm_eval"] == ["induction_zoo"] and meta["cached_results"] == 18
     assert plot.stat().st_size > 0
 
 

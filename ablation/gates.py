@@ -1,0 +1,221 @@
+"""Validity gates: the preconditions under which an ablation drop can say anything.
+
+docs/research.md ("Designing an experiment that can fail"): a drop means something only if
+
+- **above chance**: the model does the task when clean, above the best right-type guess
+  (chance from the task's own answer set, :func:`chance_level`), by the lower end of a 95%
+  interval over items;
+- **not saturated**: the ablated model still keeps some of its above-chance score. A drop that
+  removes at least :data:`SATURATION` of the margin over chance is pinned at the floor: every
+  family then "loses everything" and no difference between families can appear;
+- **heads**: the model has induction heads (a head at or above the threshold);
+- **heads before growth** (grown models): a head at or above the threshold before the first
+  growth event, which the source's "copied across depth" mechanism needs.
+
+Where a gate fails the honest sentence is "untestable here" (naming the gate), never
+"disagrees". :func:`task_gates` computes the per-task gates of one run for each readout
+(``f1``/``em``/``digits``, ``cand_acc``, ``logprob``); :func:`model_gates` the model's;
+:func:`verdict_readout` says which readout a verdict uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+
+from ablation import readout as R
+from ablation.metrics import get_metric
+from ablation.tasks.base import GenTask
+
+#: A drop that removes this share of the clean score's margin over chance is saturated.
+SATURATION = 0.9
+#: Share of measured tasks that must be above chance for a suite mean to be read.
+MOST_TASKS = 0.5
+#: The readout verdicts use (fixed in advance, docs/replication.md): accuracy over the
+#: task's answer candidates. Same scale as F1 (a share of items), chance known per item, one
+#: forward pass, and it floors at chance rather than at zero as greedy F1 does.
+VERDICT_READOUT = "cand_acc"
+
+
+def chance_level(task: GenTask, metric: str | None = None) -> float:
+    """The best right-type guess's expected score on ``task``: the larger of the best constant
+    answer from the task's answer set and a uniform guess over each item's candidates
+    (``metric``: the task's own by default; ``cand_acc``: mean ``1 / candidates``;
+    ``logprob``: mean ``log(1 / candidates)``)."""
+    cands = R.candidates(task)
+    if metric == "cand_acc":
+        return R.chance(task)
+    if metric == "logprob":
+        return float(np.mean([math.log(1.0 / len(c)) for c in cands]))
+    score = get_metric(metric or task.metric).score
+    answer_set = sorted({c for cs in cands for c in cs})
+    constant = max(
+        (float(np.mean([score(a, it.golds) for it in task.items])) for a in answer_set),
+        default=0.0,
+    )
+    uniform = float(
+        np.mean([np.mean([score(c, it.golds) for c in cs]) for it, cs in zip(task.items, cands)])
+    )
+    return max(constant, uniform)
+
+
+def interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
+    """95% interval of a mean over items: Wilson for 0/1 scores, else normal."""
+    x = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    n = len(x)
+    if n == 0:
+        return math.nan, math.nan
+    m = float(x.mean())
+    if np.all((x == 0) | (x == 1)):
+        centre = (m + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(m * (1 - m) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return centre - half, centre + half
+    se = float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+    return m - z * se, m + z * se
+
+
+@dataclass(frozen=True)
+class TaskGate:
+    """One task under one readout: clean and ablated scores with 95% intervals, chance, and
+    whether each gate passes."""
+
+    task: str
+    group: str
+    readout: str
+    n: int
+    clean: float
+    clean_lo: float
+    chance: float
+    ablated: float
+    above_chance: bool
+    saturated: bool | None  # None: the readout has no floor (logprob)
+
+    @property
+    def passed(self) -> bool:
+        return self.above_chance and not self.saturated
+
+
+def _saturated(clean: float, ablated: float, chance: float) -> bool:
+    margin = clean - chance
+    return margin > 0 and (clean - ablated) >= SATURATION * margin
+
+
+def task_gates(tasks: Sequence, results: dict, task_key) -> pd.DataFrame:
+    """Per generation task (not positive controls) and readout: the gates of one ablation run
+    (``results[task_key(task)]`` a :class:`~ablation.results.TaskResults`); prompt seeds of one
+    task are pooled. Columns of :class:`TaskGate` plus ``passed``."""
+    by_name: dict[str, list] = {}
+    for t in tasks:
+        if isinstance(t, GenTask) and not t.positive_control:
+            by_name.setdefault(t.name, []).append(t)
+    rows = []
+    for name, group in by_name.items():
+        first = group[0]
+        clean0 = results[task_key(first)].clean.items
+        for readout in [first.metric, *[m for m in R.READOUTS if m in clean0]]:
+            clean_items, abl_items, chances = [], [], []
+            for t in group:
+                res = results[task_key(t)]
+                clean_items += res.clean.items[readout]
+                abl_items += res.ablated.items[readout]
+                chances.append(chance_level(t, readout))
+            clean = float(np.nanmean(clean_items))
+            ablated = float(np.nanmean(abl_items))
+            chance = float(np.mean(chances))
+            lo, _ = interval(clean_items)
+            floorless = readout == "logprob"
+            gate = TaskGate(
+                task=name,
+                group=first.group,
+                readout=readout,
+                n=len(clean_items),
+                clean=clean,
+                clean_lo=lo,
+                chance=chance,
+                ablated=ablated,
+                above_chance=bool(lo > chance),
+                saturated=None if floorless else _saturated(clean, ablated, chance),
+            )
+            rows.append({**asdict(gate), "passed": gate.passed})
+    return pd.DataFrame(rows)
+
+
+def suite_gate(gates: pd.DataFrame, readout: str | None = None) -> dict:
+    """The suite-level gate of one readout (None: each task's own metric): most tasks above
+    chance, and the mean drop not saturated (means of clean, ablated and chance over tasks)."""
+    if readout is None:
+        g, readout = gates.groupby("task", sort=False).head(1), "task metric"
+    else:
+        g = gates[gates.readout == readout]
+    if g.empty:
+        return {"readout": readout, "tasks": 0, "above_chance": 0, "passed": False}
+    above = int(g.above_chance.sum())
+    clean, ablated, chance = g.clean.mean(), g.ablated.mean(), g.chance.mean()
+    saturated = readout != "logprob" and _saturated(clean, ablated, chance)
+    most = above > MOST_TASKS * len(g)
+    return {
+        "readout": readout,
+        "tasks": len(g),
+        "above_chance": above,
+        "clean": clean,
+        "ablated": ablated,
+        "chance": chance,
+        "saturated": bool(saturated),
+        "passed": bool(most and not saturated),
+    }
+
+
+@dataclass(frozen=True)
+class ModelGate:
+    name: str
+    passed: bool | None  # None: does not apply (heads before growth of a dense model)
+    detail: str
+
+
+def model_gates(
+    max_induction: float,
+    threshold: float,
+    card: dict | None = None,
+) -> list[ModelGate]:
+    """The model-level gates: induction heads now, and (grown models, from the training
+    card's history) before the first growth."""
+    gates = [
+        ModelGate(
+            "induction heads",
+            bool(max_induction >= threshold),
+            f"strongest head {max_induction:.2f} (needs >= {threshold:g})",
+        )
+    ]
+    before = heads_before_growth(card)
+    if before is None:
+        gates.append(ModelGate("heads before growth", None, "not a grown model"))
+    else:
+        step, score = before
+        gates.append(
+            ModelGate(
+                "heads before growth",
+                bool(score >= threshold),
+                f"strongest head {score:.2f} up to the first growth (step {step}; needs "
+                f">= {threshold:g})",
+            )
+        )
+    return gates
+
+
+def heads_before_growth(card: dict | None) -> tuple[int, float] | None:
+    """``(first growth step, strongest head score logged at or before it)`` from a training
+    card, None for a model that did not grow (or a card without the history)."""
+    if not card or not card.get("growth_steps"):
+        return None
+    first = int(card["growth_steps"][0])
+    history = card.get("history") or []
+    logged = [h["score"] for h in history if "score" in h and h.get("step", 0) <= first]
+    return (first, float(max(logged))) if logged else None
+
+
+def verdict_readout() -> str:
+    return VERDICT_READOUT

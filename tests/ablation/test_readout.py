@@ -1,0 +1,74 @@
+"""Teacher-forced readouts (ablation.readout): equal to a plain per-candidate computation,
+ties count as misses, candidates default to the task's answer set, and the engine reports
+them beside the generated answer's metric."""
+
+import math
+
+import pytest
+import torch
+
+from ablation import readout as R
+from ablation.engine import Engine
+from ablation.hooks import HeadAblation
+from ablation.tasks.base import GenItem, GenTask
+from induction.loading import load_model
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_llama_dir):
+    return load_model(str(tiny_llama_dir))
+
+
+def _plain_logprob(hf, tok, prompt: str, answer: str) -> float:
+    """log p(answer | prompt) by one forward of prompt + answer, token by token."""
+    ctx = tok(prompt)["input_ids"]
+    full = tok(prompt + " " + answer)["input_ids"]
+    ids = torch.tensor([full])
+    with torch.no_grad():
+        logp = torch.log_softmax(hf(ids).logits.float(), -1)[0]
+    return float(sum(logp[i - 1, full[i]] for i in range(len(ctx), len(full))))
+
+
+def test_readouts_equal_a_plain_loop_for_single_and_multi_token_candidates(tiny):
+    items = [
+        GenItem("w1 > w2 , w3 > w4 , w1 >", ["w2"], candidates=["w2", "w4"]),  # one token
+        GenItem("a = 3 , b = a ; b ?", ["3"], candidates=["3", "4 5", "6"]),  # mixed lengths
+        GenItem("w5 w6 w5", ["w6"]),  # no candidates: the task's answer set
+    ]
+    task = GenTask("t", items, metric="em")
+    engine = Engine(tiny.bridge, tiny.tokenizer, batch_size=2, readouts=True)
+    res = engine.evaluate(engine.prepare(task))
+    hf, tok = tiny.hf_model, tiny.tokenizer
+    for i, (it, cands) in enumerate(zip(items, R.candidates(task), strict=True)):
+        lps = [_plain_logprob(hf, tok, it.prompt, c) for c in cands]
+        assert res.items["logprob"][i] == pytest.approx(lps[cands.index(it.golds[0])], abs=1e-4)
+        best = max(range(len(cands)), key=lambda j: lps[j])
+        assert res.items["cand_acc"][i] == float(cands[best] == it.golds[0])
+    assert R.candidates(task)[2] == sorted({"w2", "3", "w6"})
+    assert res.scores["cand_acc"] == pytest.approx(sum(res.items["cand_acc"]) / 3)
+
+
+def test_ablation_moves_the_logprob(tiny):
+    task = GenTask("t", [GenItem("w1 w2 w3 w1 w2", ["w3"])] * 2, metric="em")
+    engine = Engine(tiny.bridge, tiny.tokenizer, readouts=True)
+    prep = engine.prepare(task)
+    clean = engine.evaluate(prep).items["logprob"][0]
+    heads = [(la, h) for la in range(2) for h in range(4)]
+    ablated = engine.evaluate(prep, HeadAblation(heads, "zero")).items["logprob"][0]
+    assert math.isfinite(clean) and abs(clean - ablated) > 1e-4
+
+
+def test_ties_are_misses_and_chance_is_one_over_candidates():
+    rplan = R.ReadoutPlan(
+        rows=[R.ReadoutRow(0, -1, (1, 5), 1, (6, 7))], n_items=1, gold_index=[0],
+        candidate_ids=[[(6,), (7,)]],
+    )  # fmt: skip
+
+    def forward(input_ids, attention_mask):
+        return type("Out", (), {"logits": torch.zeros(1, 2, 10)})()  # every token equal
+
+    out = R.run(forward, rplan, pad_id=0, batch_size=4, device="cpu")
+    assert out["cand_acc"] == [0.0] and out["logprob"][0] == pytest.approx(-math.log(10))
+    two, four = GenItem("x", ["a"], ["a", "b"]), GenItem("y", ["c"], ["c", "d", "e", "f"])
+    task = GenTask("t", [two, four])
+    assert R.chance(task) == pytest.approx((1 / 2 + 1 / 4) / 2)
