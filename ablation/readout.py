@@ -34,15 +34,15 @@ MAX_CANDIDATES = 64
 
 @dataclass(frozen=True)
 class ReadoutRow:
-    """One teacher-forced sequence: ``ids`` (prompt, then all but the last continuation
-    token); ``targets[j]`` are the token ids scored at position ``start + j``; ``cand`` the
-    candidate index (``-1``: every single-token candidate at once, read at ``start``)."""
+    """One teacher-forced sequence: ``ids`` (the prompt, then a candidate prefix); each
+    ``(candidate, tokens)`` of ``scored`` is read along the row from position ``start`` (the
+    prompt's last token predicts ``tokens[0]``). Candidates that share a prefix share a row:
+    single-token candidates all read one row, two-digit numbers one row per first digit."""
 
     item: int
-    cand: int
     ids: tuple[int, ...]
     start: int
-    targets: tuple[int, ...]
+    scored: tuple[tuple[int, tuple[int, ...]], ...]
 
 
 @dataclass
@@ -53,7 +53,7 @@ class ReadoutPlan:
     rows: list[ReadoutRow]
     n_items: int
     gold_index: list[int]  # per item: the gold's index among its candidates
-    candidate_ids: list[list[tuple[int, ...]]]  # per item, per candidate: continuation ids
+    n_candidates: list[int]  # per item: candidates scored (0: cand_acc not computed)
 
 
 def candidates(task: GenTask) -> list[list[str]]:
@@ -76,28 +76,46 @@ def _continuation(tok, prompt: str, answer: str, prompt_ids: list[int]) -> tuple
     return tuple(tok(sep + answer, add_special_tokens=False)["input_ids"])
 
 
+def _rows_for(item: int, prompt_ids: list[int], conts: dict[int, tuple[int, ...]], max_len: int):
+    """Rows scoring ``conts`` (candidate index -> continuation ids): one per maximal prefix
+    ``cont[:-1]``, every candidate read on a row whose prefix extends its own."""
+    prefixes = sorted({c[:-1] for c in conts.values()}, key=len, reverse=True)
+    maximal: list[tuple[int, ...]] = []
+    for p in prefixes:
+        if not any(m[: len(p)] == p for m in maximal):
+            maximal.append(p)
+    rows = []
+    for prefix in maximal:
+        scored = tuple(
+            (j, c)
+            for j, c in conts.items()
+            if prefix[: len(c) - 1] == c[:-1]
+            and not any(m[: len(c) - 1] == c[:-1] for m in maximal[: maximal.index(prefix)])
+        )
+        if not scored:
+            continue
+        ids = tuple(prompt_ids) + prefix
+        cut = max(0, len(ids) - max_len)
+        rows.append(ReadoutRow(item, ids[cut:], len(prompt_ids) - 1 - cut, scored))
+    return rows
+
+
 def plan(task: GenTask, tok, max_len: int) -> ReadoutPlan:
     """The sequences that score ``task``'s items (prompts cut from the left to ``max_len``)."""
     rows: list[ReadoutRow] = []
-    gold_index, cand_ids = [], []
+    gold_index, n_cands = [], []
     for i, (it, cands) in enumerate(zip(task.items, candidates(task), strict=True)):
         prompt_ids = tok(it.prompt)["input_ids"]
-        conts = [_continuation(tok, it.prompt, c, prompt_ids) for c in cands]
-        gold_index.append(cands.index(it.golds[0]) if it.golds else -1)
-        cand_ids.append(conts)
-        if len(cands) > MAX_CANDIDATES:
-            conts_needed = [(gold_index[-1], conts[gold_index[-1]])]
-        elif all(len(c) == 1 for c in conts):
-            ids = tuple(prompt_ids[-max_len:])
-            rows.append(ReadoutRow(i, -1, ids, len(ids) - 1, tuple(c[0] for c in conts)))
-            continue
+        gold = cands.index(it.golds[0]) if it.golds else -1
+        gold_index.append(gold)
+        if len(cands) > MAX_CANDIDATES:  # no multiple choice: only the gold's log-prob
+            conts = {gold: _continuation(tok, it.prompt, cands[gold], prompt_ids)}
+            n_cands.append(0)
         else:
-            conts_needed = list(enumerate(conts))
-        for j, cont in conts_needed:
-            ids = tuple(prompt_ids + list(cont[:-1]))
-            cut = max(0, len(ids) - max_len)
-            rows.append(ReadoutRow(i, j, ids[cut:], len(prompt_ids) - 1 - cut, cont))
-    return ReadoutPlan(rows, len(task.items), gold_index, cand_ids)
+            conts = {j: _continuation(tok, it.prompt, c, prompt_ids) for j, c in enumerate(cands)}
+            n_cands.append(len(cands))
+        rows += _rows_for(i, prompt_ids, conts, max_len)
+    return ReadoutPlan(rows, len(task.items), gold_index, n_cands)
 
 
 @torch.inference_mode()
@@ -118,19 +136,15 @@ def run(forward, rplan: ReadoutPlan, pad_id: int, batch_size: int, device) -> di
         logits = forward(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
         logp = torch.log_softmax(logits.float(), -1).cpu()
         for b, r in enumerate(chunk):
-            if r.cand == -1:  # every candidate is one token: read them all at ``start``
-                row = logp[b, r.start]
-                for j, t in enumerate(r.targets):
-                    cand_lp[r.item][j] = float(row[t])
-            else:
-                pos = torch.arange(r.start, r.start + len(r.targets))
-                cand_lp[r.item][r.cand] = float(logp[b, pos, list(r.targets)].sum())
+            for j, tokens in r.scored:
+                pos = torch.arange(r.start, r.start + len(tokens))
+                cand_lp[r.item][j] = float(logp[b, pos, list(tokens)].sum())
     logprob, acc = [], []
     for i in range(n):
         gold = rplan.gold_index[i]
         scores = cand_lp[i]
         logprob.append(scores.get(gold, float("nan")))
-        if len(scores) < len(rplan.candidate_ids[i]) or gold < 0:
+        if rplan.n_candidates[i] == 0 or gold < 0 or len(scores) < rplan.n_candidates[i]:
             acc.append(float("nan"))
         else:
             best = max(scores, key=lambda j: (scores[j], j != gold))  # a tie is a miss

@@ -89,6 +89,18 @@ def parser() -> argparse.ArgumentParser:
         help="measure nothing: summarise the models measured before (OUT_DIR/models/) with "
         "these settings, naming the others (an interim report of a run spanning sessions)",
     )
+    ap.add_argument(
+        "--record",
+        action="store_true",
+        help="measure nothing: report the stored measurements (OUT_DIR/models/) as they are, "
+        "whatever code measured them, as a record (the first fixed-protocol zoo, zoo2)",
+    )
+    ap.add_argument(
+        "--no-gates",
+        action="store_true",
+        help="skip the gate table and the gated verdict (they run the in-context probe on "
+        "every model: seconds each)",
+    )
     ap.add_argument("--out-dir", default=str(DEFAULT_OUT))
     ap.add_argument("--no-png", action="store_true")
     ap.add_argument("--progress", action="store_true")
@@ -136,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
 
     def finish(rep) -> None:
+        if not args.no_gates and rep.gates.empty:
+            rep.add_gates()
         for path in write_outputs(rep, args.out_dir, png=not args.no_png):
             print(f"wrote {path}", file=sys.stderr)
         if args.readme:
@@ -186,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs=args.jobs,
             threads=args.threads,
             stored_only=args.stored_only,
+            record=args.record,
         )
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -27,6 +27,18 @@ class Replication:
     comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)  # families vs dense
     sentences: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0  # measuring time summed over the models (each on one process)
+    record: bool = False  # read as stored, whatever code measured it (``--record``)
+    gates: pd.DataFrame = field(default_factory=pd.DataFrame)  # per model (.gates)
+    claims: pd.DataFrame = field(default_factory=pd.DataFrame)  # per source claim (.gates)
+
+    def add_gates(self, probe: bool = True) -> Replication:
+        """Compute the gate table and the gated verdict per source claim (:mod:`.gates`)."""
+        from .gates import claims, gate_table, regbench_rule_tvd
+
+        self.gates = gate_table(self.models, self.tasks, self.settings, probe=probe)
+        rule = regbench_rule_tvd(self.settings) if self.settings.regbench else None
+        self.claims = claims(self, self.gates, rule)
+        return self
 
     @classmethod
     def from_models(cls, models: pd.DataFrame, settings: Settings, **kw) -> Replication:
@@ -105,6 +117,7 @@ def replicate(
     jobs: int = 1,
     threads: int = 1,
     stored_only: bool = False,
+    record: bool = False,
 ) -> Replication:
     """Measure every model of ``refs`` (default: the fixed-protocol zoo's dense, LIDAS and
     looped models) and summarise. ``store`` keeps each model's measurement as it lands and
@@ -135,7 +148,20 @@ def replicate(
             f"{r['src_heads']} of top {r['src_top']} from {r['src_ancestors']} ancestors; {how}"
         )
 
-    if stored_only:
+    if record:
+        if store is None:
+            raise InputError("--record reads the stored measurements; drop --no-store")
+        for ref in refs:
+            hit = store.get_record(ref.name, settings)
+            if hit is None:
+                if log:
+                    log(f"{ref.name}: no stored measurement with these settings (--record)")
+            else:
+                report(ref, hit)
+        refs = [ref for ref in refs if ref.name in measured]
+        if not refs:
+            raise InputError("no stored measurements for these settings; run without --record")
+    elif stored_only:
         if store is None:
             raise InputError("--stored-only reads the stored measurements; drop --no-store")
         for ref in refs:
@@ -176,4 +202,5 @@ def replicate(
         tasks=pd.concat([m.tasks for m in ordered], ignore_index=True),
         sentences={ref.name: m.sentence for ref, m in zip(refs, ordered, strict=True)},
         seconds=sum(m.seconds for m in ordered),
+        record=record,
     )

@@ -37,6 +37,9 @@ def payload(rep: Replication) -> dict:
             "comparisons": rep.comparisons.to_dict(orient="records"),
             "sentences": rep.sentences,
             "verdict": verdict(rep),
+            "record": rep.record,
+            "gates": rep.gates.to_dict(orient="records"),
+            "claims": rep.claims.to_dict(orient="records"),
             "markdown": rep.markdown(),
         }
     )
@@ -97,6 +100,9 @@ def load_results(out_dir: str | Path = DEFAULT_OUT) -> Replication | None:
         tasks=tasks,
         sentences=data.get("sentences", {}),
         seconds=float(data.get("seconds") or 0.0),
+        record=bool(data.get("record", False)),
+        gates=pd.DataFrame(data.get("gates") or []),
+        claims=pd.DataFrame(data.get("claims") or []),
     )
 
 
@@ -127,6 +133,8 @@ def readme_block(rep: Replication, figure_path: str = DEFAULT_FIGURE, command: s
         "(1 + k) / (1 + n), Holm over models; across seeds: exact permutation test and Welch's "
         "t (`ablation.stats.family_comparison`), Holm over the comparisons.",
         "",
+        *_record_note(rep),
+        *_gated(rep),
         f"![replication figure]({figure_path})",
         "",
         rep.markdown(),
@@ -137,10 +145,50 @@ def readme_block(rep: Replication, figure_path: str = DEFAULT_FIGURE, command: s
         "",
         task_table(rep.tasks, list(rep.families["family"])),
         "",
+        "What was measured, read without the gates (the gated verdict above decides what any "
+        "of it can say about the source):",
+        "",
         *[f"- {line}" for line in verdict(rep)],
         README_END,
     ]
     return "\n".join(lines)
+
+
+def _record_note(rep: Replication) -> list[str]:
+    if not rep.record:
+        return []
+    return [
+        "**A record.** These measurements are read as stored (`--record`): the code that "
+        "measured them has changed since (readouts, layer-shaped controls, gates), so a rerun "
+        "cannot reproduce them and none of them enters a verdict until the gates below pass.",
+        "",
+    ]
+
+
+def _gated(rep: Replication) -> list[str]:
+    """The gate table and the verdict per source claim (:mod:`.gates`)."""
+    from .gates import claims_markdown, gate_markdown
+
+    if rep.gates.empty:
+        return []
+    n_ok = int(rep.gates["testable"].sum())
+    return [
+        f"**Validity gates** ({n_ok} of {len(rep.gates)} models testable; "
+        "`benchmarks/zoo_replication/gates.py`): strongest induction head (>= 0.4), the "
+        "strongest head logged before the first growth (grown models), the in-context probe "
+        "on fresh content (lookup >= 0.6 and >= 3x chance, variable assignment >= 0.5, "
+        "first-assigned vs others gap <= 0.2; `induction.zoo.probe`), clean scores above the "
+        "best right-type guess (lower end of a 95% Wilson interval, most tasks), and the "
+        "top-20% drop not saturated (it leaves more than 10% of the margin over chance).",
+        "",
+        gate_markdown(rep.gates),
+        "",
+        "**Verdict per source claim** (a drop comparison is read only when every model of "
+        "both families passes every gate):",
+        "",
+        claims_markdown(rep.claims),
+        "",
+    ]
 
 
 def summary_block(
@@ -162,10 +210,29 @@ def summary_block(
             f"source's figure in brackets. Per model, per task and the tests across seeds: "
             f"[{results_link.split('#')[0]}]({results_link}).",
             "",
+            *(_record_note(rep)),
             source_table(rep.families),
+            "",
+            *(
+                [
+                    "Verdict per claim, from the validity gates "
+                    f"([{results_link.split('#')[0]}]({results_link}) has the gate table):",
+                    "",
+                    claims_markdown_safe(rep),
+                    "",
+                ]
+                if not rep.claims.empty
+                else []
+            ),
             SUMMARY_END,
         ]
     )
+
+
+def claims_markdown_safe(rep: Replication) -> str:
+    from .gates import claims_markdown
+
+    return claims_markdown(rep.claims)
 
 
 def update_summary(

@@ -156,6 +156,21 @@ class MeasurementStore:
         measured.extra["reused"] = str(path)
         return measured
 
+    def get_record(self, name: str, settings: Settings) -> Measured | None:
+        """The stored measurement of ``name`` whatever inputs and code it was measured with:
+        a record (``--record``), reported as such, never mixed into a fresh measurement."""
+        path = self.path(name, settings)
+        if not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            measured = from_payload(data)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        measured.extra["reused"] = str(path)
+        measured.extra["record"] = str(data.get("key", ""))
+        return measured
+
     def put(self, name: str, settings: Settings, key: str, measured: Measured) -> Path:
         from induction.io import write_json
 

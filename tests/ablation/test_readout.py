@@ -48,6 +48,15 @@ def test_readouts_equal_a_plain_loop_for_single_and_multi_token_candidates(tiny)
     assert res.scores["cand_acc"] == pytest.approx(sum(res.items["cand_acc"]) / 3)
 
 
+def test_candidates_sharing_a_prefix_share_a_row(tiny):
+    """Two-digit numbers: one row per first digit, the one-digit numbers read on them too."""
+    cands = ["1", "2", "1 0", "1 1", "2 5"]
+    task = GenTask("t", [GenItem("w1 w2 :", ["1 1"], candidates=cands)], metric="em")
+    rplan = R.plan(task, tiny.tokenizer, max_len=64)
+    assert len(rplan.rows) == 2  # prompt + "1", prompt + "2"
+    assert sorted(j for r in rplan.rows for j, _ in r.scored) == list(range(5))
+
+
 def test_ablation_moves_the_logprob(tiny):
     task = GenTask("t", [GenItem("w1 w2 w3 w1 w2", ["w3"])] * 2, metric="em")
     engine = Engine(tiny.bridge, tiny.tokenizer, readouts=True)
@@ -59,10 +68,8 @@ def test_ablation_moves_the_logprob(tiny):
 
 
 def test_ties_are_misses_and_chance_is_one_over_candidates():
-    rplan = R.ReadoutPlan(
-        rows=[R.ReadoutRow(0, -1, (1, 5), 1, (6, 7))], n_items=1, gold_index=[0],
-        candidate_ids=[[(6,), (7,)]],
-    )  # fmt: skip
+    rplan = R.ReadoutPlan(rows=[R.ReadoutRow(0, (1, 5), 1, ((0, (6,)), (1, (7,))))], n_items=1,
+                          gold_index=[0], n_candidates=[2])  # fmt: skip
 
     def forward(input_ids, attention_mask):
         return type("Out", (), {"logits": torch.zeros(1, 2, 10)})()  # every token equal

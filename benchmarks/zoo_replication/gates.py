@@ -1,0 +1,306 @@
+"""The replication's validity gates and the gated verdict, per source claim.
+
+Each measured model passes or fails the gates of :mod:`ablation.gates` (computed from its
+stored measurement and its card) and of :mod:`induction.zoo.probe` (in-context lookup and
+variable assignment on fresh content, run on the model itself):
+
+- **heads**: a head at or above the induction threshold;
+- **heads before growth** (grown models): one logged before the first growth step;
+- **in context**: the probe's gates (lookup >= 0.6 and >= 3x chance; variable assignment >=
+  0.5 without answering by position);
+- **above chance**: most measured tasks' clean scores above the best right-type guess, by the
+  lower end of a 95% Wilson interval (F1 of one-token answers and EM are 0/1 per item);
+- **not saturated**: the top heads' ablation leaves more than 10% of the mean score's margin
+  over chance.
+
+:func:`claims` turns the family tables into one row per source claim: agree / disagree /
+untestable here, with the gate (or the design fact) that decides it. A drop comparison is
+read only when every model of both families passes every gate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ablation.gates import SATURATION, heads_before_growth
+from ablation.stats import holm
+
+from .config import SOURCE, Settings
+
+ALPHA = 0.05
+#: RegBench: a family's clean TVD must beat the in-context letter-frequency rule by this much
+#: before its order among families is read.
+REGBENCH_MARGIN = 0.05
+
+
+def wilson_lo(mean: float, n: int, z: float = 1.96) -> float:
+    if n <= 0 or not math.isfinite(mean):
+        return math.nan
+    centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half
+
+
+def task_chances(settings: Settings, max_tokens: int = 96) -> dict[str, float]:
+    """Chance (:func:`ablation.gates.chance_level`) of each measured task, averaged over the
+    prompt seeds, for the items the replication measured."""
+    from ablation.gates import chance_level
+    from ablation.tasks import zoo19
+
+    out: dict[str, list[float]] = {}
+    for seed in settings.prompt_seeds:
+        for task in zoo19.load(n_items=settings.n_items, seed=seed, max_tokens=max_tokens,
+                               names=settings.tasks):  # fmt: skip
+            if not task.positive_control:
+                out.setdefault(task.name, []).append(chance_level(task))
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def regbench_rule_tvd(settings: Settings, max_tokens: int = 96) -> float:
+    """TVD of the in-context letter-frequency rule on the measured RegBench items: at each
+    position, the letters seen so far in the sequence, by frequency (uniform over the support
+    before the first letter). A model at this level has learnt no more of the automaton than
+    which letters it uses."""
+    from ablation.metrics import distribution_scores
+    from ablation.tasks import zoo
+
+    tvds = []
+    for seed in settings.prompt_seeds:
+        task = zoo.load(n_items=settings.n_items, seed=seed, max_tokens=max_tokens,
+                        names=("regbench",))[0]  # fmt: skip
+        for item in task.items:
+            sup = list(item.support)
+            q = []
+            for pos in item.positions:
+                seen = [t for t in item.ids[: pos + 1] if t in sup]
+                counts = np.array([seen.count(a) for a in sup], dtype=float)
+                q.append(counts if counts.sum() else np.ones(len(sup)))
+            tvds.append(distribution_scores(np.array(q), item.valid, sup)[0])
+    return float(np.nanmean(tvds))
+
+
+def _card(model: str) -> dict | None:
+    import json
+
+    from induction.zoo.registry import MODELS_DIR
+
+    path = MODELS_DIR / model / "card.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def gate_table(
+    models: pd.DataFrame, tasks: pd.DataFrame, settings: Settings, probe: bool = True
+) -> pd.DataFrame:
+    """One row per model: each gate's numbers and whether it passes; ``testable`` when all do
+    (``probe=False`` skips the in-context probe, which loads each model)."""
+    from induction import INDUCTION_THRESHOLD
+
+    chances = task_chances(settings)
+    rows = []
+    for m in models.to_dict(orient="records"):
+        name = m["model"]
+        t = tasks[(tasks["model"] == name) & tasks["task"].isin(list(chances))]
+        t = t[t["metric"] != "logprob"].drop_duplicates("task")
+        above = [
+            wilson_lo(float(r.clean), int(r.n)) > chances[r.task] for r in t.itertuples()
+        ]  # fmt: skip
+        chance = float(np.mean([chances[k] for k in t["task"]])) if len(t) else math.nan
+        margin = m["clean"] - chance
+        saturated = bool(margin <= 0 or m["drop"] >= SATURATION * margin)
+        row = {
+            "model": name,
+            "family": m["family"],
+            "max_induction": m["max_induction"],
+            "heads": bool(m["max_induction"] >= INDUCTION_THRESHOLD),
+            "tasks_above_chance": int(sum(above)),
+            "tasks": len(t),
+            "clean": m["clean"],
+            "chance": chance,
+            "ablated": m["ablated"],
+            "above_chance": bool(sum(above) > 0.5 * len(t)) if len(t) else False,
+            "saturated": saturated,
+        }
+        before = heads_before_growth(_card(name))
+        row["before_growth"] = None if before is None else before[1]
+        row["heads_before_growth"] = (
+            None if before is None else bool(before[1] >= INDUCTION_THRESHOLD)
+        )
+        if probe:
+            row.update(_probe(name))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    gates = ["heads", "above_chance"] + (["in_context"] if probe else [])
+    df["testable"] = df[gates].all(axis=1) & ~df["saturated"]
+    return df
+
+
+def _probe(name: str) -> dict:
+    from induction.loading import load_model
+    from induction.zoo.probe import gates, probe
+
+    result = probe(load_model(name, device="cpu", threads=1))
+    passed = {g.name: g.passed for g in gates(result)}
+    return {
+        "lookup": result.lookup,
+        "lookup_chance": result.lookup_chance,
+        "varassign": result.varassign,
+        "position_gap": result.position_gap,
+        "in_context": all(passed.values()),
+    }
+
+
+def _failures(g: pd.DataFrame) -> str:
+    """'17 of 20 models fail in-context; ...' over the gates that fail somewhere."""
+    names = {
+        "heads": "induction heads",
+        "in_context": "in-context probe",
+        "above_chance": "clean above chance",
+    }
+    parts = []
+    for col, label in names.items():
+        if col in g and (~g[col].astype(bool)).any():
+            parts.append(f"{int((~g[col].astype(bool)).sum())} of {len(g)} fail {label}")
+    if g["saturated"].any():
+        parts.append(f"{int(g['saturated'].sum())} of {len(g)} have a saturated drop")
+    return "; ".join(parts)
+
+
+def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFrame:
+    """One row per source claim: ``claim``, ``source``, ``zoo`` (the measured figure),
+    ``verdict`` (agree / disagree / untestable here) and ``decided_by``."""
+    fams = rep.families.set_index("family")
+    by_src: dict[str, list[str]] = {}
+    for fam, r in fams.iterrows():
+        by_src.setdefault(r["source_family"], []).append(fam)
+    comps = rep.comparisons
+    rows = []
+
+    def drop_claim(claim: str, source: str, a: str, b: str, expect: str) -> None:
+        pair = gates[gates["family"].isin([a, b])]
+        zoo = f"{a} {fams.loc[a, 'drop']:+.3f} vs {b} {fams.loc[b, 'drop']:+.3f}"
+        if not pair["testable"].all():
+            verdict, why = "untestable here", _failures(pair)
+        else:
+            c = comps[(comps.family == b) & (comps.measure == "drop")]
+            p = float(c["p_holm"].iloc[0]) if len(c) else math.nan
+            diff = fams.loc[b, "drop"] - fams.loc[a, "drop"]
+            ok = (diff > 0) == (expect == "more") and p <= ALPHA
+            verdict = "agree" if ok else "disagree"
+            why = f"all gates pass; difference {diff:+.3f}, Holm p {p:.2g}"
+        rows.append({"claim": claim, "source": source, "zoo": zoo, "verdict": verdict,
+                     "decided_by": why})  # fmt: skip
+
+    dense = (by_src.get("dense") or [None])[0]
+    for lidas in by_src.get("lidas", []):
+        if dense:
+            drop_claim(
+                "top-20% ablation costs LIDAS more than dense",
+                "0.18 vs 0.08 mean F1",
+                dense,
+                lidas,
+                "more",
+            )
+    for looped in by_src.get("looped", []):
+        if dense:
+            drop_claim(
+                f"top-20% ablation costs looped ({looped}) more than dense",
+                "0.28 vs 0.08 mean F1",
+                dense,
+                looped,
+                "more",
+            )
+    for lidas in by_src.get("lidas", []):
+        r = fams.loc[lidas]
+        fewest = r.get("src_min_min", r.get("src_min"))
+        g = gates[gates["family"] == lidas]
+        src = SOURCE["lineage"]
+        zoo = f"m = {r['src_ancestors']:.1f} (fewest possible {fewest:.0f})"
+        reasons = []
+        if fewest is not None and fewest > src["ancestors"]:
+            reasons.append(
+                f"the growth schedule allows no fewer than {fewest:.0f} ancestors for "
+                f"{src['heads']} of {src['top']} heads"
+            )
+        if g["heads_before_growth"].notna().any() and not g["heads_before_growth"].all():
+            reasons.append(
+                f"{int((~g['heads_before_growth'].astype(bool)).sum())} of {len(g)} seeds had "
+                "no induction head before the first growth"
+            )
+        if reasons:
+            verdict, why = "untestable here", "; ".join(reasons)
+        else:
+            verdict = "agree" if r["src_ancestors"] <= src["ancestors"] + 0.5 else "disagree"
+            why = "reachable and heads formed before growth"
+        rows.append({"claim": f"{src['heads']} of the {src['top']} strongest heads from "
+                     f"{src['ancestors']} ancestors ({lidas})", "source": "m = 2 (3B LIDAS)",
+                     "zoo": zoo, "verdict": verdict, "decided_by": why})  # fmt: skip
+    if rule_tvd is not None and "tvd_clean" in fams:
+        tvds = fams["tvd_clean"]
+        beat = tvds < rule_tvd - REGBENCH_MARGIN
+        zoo = ", ".join(f"{f} {v:.3f}" for f, v in tvds.items())
+        if not beat.all():
+            verdict = "untestable here"
+            why = (
+                f"{int((~beat).sum())} of {len(beat)} families do not beat the in-context "
+                f"letter-frequency rule (TVD {rule_tvd:.3f}) by {REGBENCH_MARGIN}"
+            )
+        else:
+            order = list(tvds.sort_values().index)
+            verdict, why = "measured", "order " + " < ".join(order)
+        rows.append({"claim": "RegBench TVD: LIDAS < looped < dense", "source":
+                     "0.119 < 0.125 < 0.137", "zoo": zoo, "verdict": verdict,
+                     "decided_by": why})  # fmt: skip
+    if "flops_vs_dense" in fams:
+        for lidas in by_src.get("lidas", []):
+            saving = 1 - float(fams.loc[lidas, "flops_vs_dense"])
+            rows.append({"claim": f"LIDAS saves training FLOPs ({lidas})", "source": "26%",
+                         "zoo": f"{saving:.0%}", "verdict": "by design",
+                         "decided_by": "set by the growth schedule, not measured"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def gate_markdown(gates: pd.DataFrame) -> str:
+    """The gate table, one row per model."""
+
+    def yn(v) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "n/a"
+        return "pass" if bool(v) else "FAIL"
+
+    head = ["model", "strongest head", "heads before growth", "lookup (chance)",
+            "varassign (gap)", "in context", "tasks above chance", "clean (chance)",
+            "saturated", "testable"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in gates.to_dict(orient="records"):
+        before = r.get("before_growth")
+        cells = [
+            r["model"],
+            f"{r['max_induction']:.2f} {yn(r['heads'])}",
+            "n/a"
+            if before is None or before != before
+            else f"{before:.2f} {yn(r['heads_before_growth'])}",
+            f"{r['lookup']:.2f} ({r['lookup_chance']:.2f})" if "lookup" in r else "-",
+            f"{r['varassign']:.2f} ({r['position_gap']:.2f})" if "varassign" in r else "-",
+            yn(r.get("in_context")),
+            f"{r['tasks_above_chance']} of {r['tasks']} {yn(r['above_chance'])}",
+            f"{r['clean']:.3f} ({r['chance']:.3f})",
+            "yes" if r["saturated"] else "no",
+            "yes" if r["testable"] else "no",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def claims_markdown(table: pd.DataFrame) -> str:
+    head = ["claim", "source", "zoo", "verdict", "decided by"]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---|"]
+    for r in table.to_dict(orient="records"):
+        lines.append(f"| {r['claim']} | {r['source']} | {r['zoo']} | **{r['verdict']}** | "
+                     f"{r['decided_by']} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+__all__ = ["claims", "claims_markdown", "gate_markdown", "gate_table", "holm"]
