@@ -61,6 +61,14 @@ class Settings:
     null_samples: int = 2000  # Monte Carlo draws for the random-ancestor expectation
     n_boot: int = 2000  # bootstrap resamples of each model's mean drop
     cache: bool = False  # reuse `induction ablate`'s resume cache (same numbers, resumable)
+    # controls: uniform, with the target's heads-per-layer profile, or both (``controls``
+    # sets of each; ablation.selection.shaped_controls)
+    controls_shape: str = "both"
+    readouts: bool = True  # logprob and cand_acc beside F1/EM (ablation.readout)
+    # further fractions ablated (readouts and F1), each against ``extra_controls`` sets of
+    # each shape: a drop read at one fraction only can be an artefact of that fraction
+    extra_fracs: tuple[float, ...] = (0.05, 0.1)
+    extra_controls: int = 20
 
     @classmethod
     def fast(cls, **overrides) -> Settings:
@@ -73,6 +81,8 @@ class Settings:
             scan_batch=8,
             null_samples=500,
             n_boot=200,
+            extra_fracs=(0.1,),
+            extra_controls=2,
         )
         return replace(base, **overrides)
 

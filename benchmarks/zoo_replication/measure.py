@@ -166,18 +166,23 @@ def group_rows(report: pd.DataFrame, mean: pd.Series) -> dict[str, pd.Series]:
     return {groups[0]: mean} if len(groups) == 1 else {}
 
 
-def _ablation_config(settings: Settings, loaded, suite: str, tasks):
+def _ablation_config(
+    settings: Settings, loaded, suite: str, tasks, frac: float | None = None,
+    controls: int | None = None,
+):  # fmt: skip
     from ablation import AblationConfig
 
     seeds = list(settings.prompt_seeds)
     if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
         raise ValueError(f"prompt seeds must be consecutive, got {seeds}")
     return AblationConfig(
-        frac=settings.frac,
+        frac=settings.frac if frac is None else frac,
         suite=suite,
         tasks=tasks,
         mode=settings.mode,
-        controls=settings.controls,
+        controls=settings.controls if controls is None else controls,
+        controls_shape=settings.controls_shape,
+        readouts=settings.readouts,
         tied=settings.tied and loaded.loop_plan is not None,
         n_items=settings.n_items,
         seed=seeds[0],
@@ -190,6 +195,49 @@ def _ablation_config(settings: Settings, loaded, suite: str, tasks):
 def _row_of(report: pd.DataFrame, task: str) -> pd.Series | None:
     hit = report[report["task"] == task]
     return hit.iloc[0] if len(hit) else None
+
+
+def _readout_columns(report: pd.DataFrame, suffix: str, with_items: bool = False) -> dict:
+    """The mean rows of ``report`` (the task metric and each readout) as row columns:
+    ``drop``/``ctrl``/``p``/``shaped``/``p_shaped`` + ``_<readout>`` + ``suffix`` (``@0.05``
+    for a further fraction; the main fraction's task-metric columns are the row's own)."""
+    out = {}
+    for key, name in (("MEAN", "f1"), ("MEAN[cand_acc]", "cand_acc"), ("MEAN[logprob]", "logprob")):
+        r = _row_of(report, key)
+        if r is None or (name == "f1" and not suffix):
+            continue
+        tag = f"_{name}{suffix}"
+        out.update({
+            f"clean{tag}": float(r["clean"]),
+            f"drop{tag}": float(r["drop"]),
+            f"ctrl{tag}": float(r["ctrl_mean"]),
+            f"p{tag}": float(r["p_ctrl"]),
+            f"shaped{tag}": float(r["shaped_mean"]),
+            f"p_shaped{tag}": float(r["p_shaped"]),
+        })  # fmt: skip
+        if with_items:
+            out[f"ctrl_drops{tag}"] = r["ctrl_drops"]
+            out[f"shaped_drops{tag}"] = r["shaped_drops"]
+    return out
+
+
+def _gate_columns(result) -> dict:
+    """The ablation's own gates (ablation.gates) as row columns, per readout."""
+    from ablation.gates import suite_gate
+
+    out = {}
+    if result.gates is None or result.gates.empty:
+        return out
+    for readout in (None, "cand_acc", "logprob"):
+        if readout is not None and readout not in set(result.gates.readout):
+            continue
+        g = suite_gate(result.gates, readout)
+        tag = "task_metric" if readout is None else readout
+        out[f"gate_above_{tag}"] = int(g["above_chance"])
+        out[f"gate_chance_{tag}"] = float(g.get("chance", math.nan))
+        out[f"gate_saturated_{tag}"] = bool(g.get("saturated", False))
+        out[f"gate_pass_{tag}"] = bool(g["passed"])
+    return out
 
 
 def scan_model(ref: ModelRef, settings: Settings):
@@ -287,6 +335,18 @@ def measure_scanned(
         row[f"clean:{name}"] = float(g["clean"])
         row[f"drop:{name}"] = float(g["drop"])
         row[f"ctrl:{name}"] = float(g["ctrl_mean"])
+    row.update(_readout_columns(report, "", with_items=True))
+    row.update(_gate_columns(result))
+    for frac in settings.extra_fracs:
+        extra = ablate(
+            loaded,
+            _ablation_config(
+                settings, loaded, settings.suite, settings.tasks, frac, settings.extra_controls
+            ),  # fmt: skip
+            scores=scores,
+            progress=progress,
+        ).to_frame()
+        row.update(_readout_columns(extra, f"@{frac:g}"))
     pos = report[report["positive_control"].astype(bool)]
     row["pc_clean"] = float(pos["clean"].mean()) if len(pos) else math.nan
     row["pc_drop"] = float(pos["drop"].mean()) if len(pos) else math.nan
