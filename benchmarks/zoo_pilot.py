@@ -53,6 +53,9 @@ RUNS: dict[str, dict] = {
     "d4-lr3": {"depth": 4, "lr": 3e-3, "warmup": 100},
     "d4-icl": {"depth": 4, "lr": 3e-3, "warmup": 100, "phases": icl_phases()},
     "d8-icl": {"depth": 8, "lr": 3e-3, "warmup": 100, "phases": icl_phases()},
+    # heads of 16 dims (4 per layer) instead of 8 x 8: RoPE gives an 8-dim head 4 rotation
+    # frequencies to match positions with
+    "d4-h4": {"depth": 4, "n_heads": 4, "lr": 3e-3, "warmup": 100, "phases": icl_phases()},
 }
 
 

@@ -190,10 +190,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
         return 2
     store = None if args.no_store else MeasurementStore(Path(args.out_dir) / "models")
+    settings = settings_from(args)
+    if args.record:  # the settings the record was measured with, as its report states them
+        previous = Path(args.out_dir) / "replication.json"
+        if previous.is_file():
+            import json
+
+            stored = json.loads(previous.read_text())["settings"]
+            # fields the measuring code did not have yet: what it did instead
+            before = {"controls_shape": "uniform", "readouts": False, "extra_fracs": ()}
+            settings = Settings.from_dict({**before, **stored})
     try:
         rep = replicate(
             refs,
-            settings_from(args),
+            settings,
             progress=args.progress and args.jobs == 1,
             log=lambda s: print(s, file=sys.stderr),
             store=store,

@@ -109,7 +109,8 @@ def gate_table(
         ]  # fmt: skip
         chance = float(np.mean([chances[k] for k in t["task"]])) if len(t) else math.nan
         margin = m["clean"] - chance
-        saturated = bool(margin <= 0 or m["drop"] >= SATURATION * margin)
+        # None: no margin over chance to saturate (the above-chance gate already fails)
+        saturated = None if not margin > 0 else bool(m["drop"] >= SATURATION * margin)
         row = {
             "model": name,
             "family": m["family"],
@@ -133,7 +134,7 @@ def gate_table(
         rows.append(row)
     df = pd.DataFrame(rows)
     gates = ["heads", "above_chance"] + (["in_context"] if probe else [])
-    df["testable"] = df[gates].all(axis=1) & ~df["saturated"]
+    df["testable"] = df[gates].all(axis=1) & (df["saturated"] == False)  # noqa: E712
     return df
 
 
@@ -163,8 +164,9 @@ def _failures(g: pd.DataFrame) -> str:
     for col, label in names.items():
         if col in g and (~g[col].astype(bool)).any():
             parts.append(f"{int((~g[col].astype(bool)).sum())} of {len(g)} fail {label}")
-    if g["saturated"].any():
-        parts.append(f"{int(g['saturated'].sum())} of {len(g)} have a saturated drop")
+    saturated = int((g["saturated"] == True).sum())  # noqa: E712  (None: no margin)
+    if saturated:
+        parts.append(f"{saturated} of {len(g)} have a saturated drop")
     return "; ".join(parts)
 
 
@@ -287,7 +289,9 @@ def gate_markdown(gates: pd.DataFrame) -> str:
             yn(r.get("in_context")),
             f"{r['tasks_above_chance']} of {r['tasks']} {yn(r['above_chance'])}",
             f"{r['clean']:.3f} ({r['chance']:.3f})",
-            "yes" if r["saturated"] else "no",
+            "no margin"
+            if r["saturated"] is None or r["saturated"] != r["saturated"]
+            else ("yes" if r["saturated"] else "no"),
             "yes" if r["testable"] else "no",
         ]
         lines.append("| " + " | ".join(cells) + " |")

@@ -152,7 +152,7 @@ def replicate(
         if store is None:
             raise InputError("--record reads the stored measurements; drop --no-store")
         for ref in refs:
-            hit = store.get_record(ref.name, settings)
+            hit = store.get_record(ref.name)
             if hit is None:
                 if log:
                     log(f"{ref.name}: no stored measurement with these settings (--record)")

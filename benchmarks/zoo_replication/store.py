@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from induction.errors import InputError
+
 from .config import Settings
 from .measure import Measured
 
@@ -156,12 +158,21 @@ class MeasurementStore:
         measured.extra["reused"] = str(path)
         return measured
 
-    def get_record(self, name: str, settings: Settings) -> Measured | None:
-        """The stored measurement of ``name`` whatever inputs and code it was measured with:
-        a record (``--record``), reported as such, never mixed into a fresh measurement."""
-        path = self.path(name, settings)
-        if not path.is_file():
+    def get_record(self, name: str) -> Measured | None:
+        """The one stored measurement of ``name`` whatever settings, inputs and code it was
+        measured with: a record (``--record``), reported as such, never mixed into a fresh
+        measurement. Several stored settings of one model are refused (ambiguous)."""
+        found = sorted(self.root.glob(f"{name}-*.json"))
+        found = [p for p in found if p.stem.rsplit("-", 1)[0] == name]
+        if not found:
             return None
+        if len(found) > 1:
+            raise InputError(
+                f"{name} has {len(found)} stored measurements "
+                f"({', '.join(p.name for p in found)}); a record reads one: move the others "
+                "out of the folder"
+            )
+        path = found[0]
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             measured = from_payload(data)
