@@ -1,0 +1,71 @@
+"""The replication's validity gates (benchmarks/zoo_replication/gates.py): the record of zoo2
+fails them (every claim untestable here, naming the gate); models that pass them get a verdict
+read from the comparison."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ZOO2 = ROOT / "benchmarks" / "results" / "zoo2"
+
+
+@pytest.fixture(scope="module")
+def gates_mod(load_benchmark):
+    load_benchmark("replication")  # puts benchmarks/ on sys.path
+    import zoo_replication.gates as gates
+    import zoo_replication.store as store
+
+    return gates, store
+
+
+def test_record_fails_its_gates(gates_mod):
+    gates, store = gates_mod
+    records = store.MeasurementStore(ZOO2 / "models")
+    measured = [records.get_record(n) for n in ("dense8-s0", "lidas8-s0")]
+    assert all(m is not None and m.extra["record"] for m in measured)
+    from zoo_replication.config import Settings
+
+    models = pd.DataFrame([m.row for m in measured])
+    tasks = pd.concat([m.tasks for m in measured], ignore_index=True)
+    table = gates.gate_table(models, tasks, Settings(), probe=False).set_index("model")
+    assert not table["testable"].any()
+    assert table.loc["dense8-s0", "heads"] and not table.loc["dense8-s0", "above_chance"]
+    assert table.loc["lidas8-s0", "heads_before_growth"] is False  # 0.13 at step 1000
+    assert table.loc["dense8-s0", "heads_before_growth"] is None  # not grown
+    assert 0.2 < table.loc["dense8-s0", "chance"] < 0.4
+
+
+class _Rep:
+    def __init__(self, drops: dict, p: float):
+        self.families = pd.DataFrame(
+            [{"family": f, "source_family": f.rstrip("0123456789"), "drop": d,
+              "src_ancestors": 2.0, "src_min": 2} for f, d in drops.items()]
+        )  # fmt: skip
+        self.comparisons = pd.DataFrame([{"family": "lidas12", "measure": "drop", "p_holm": p}])
+
+
+def _gates(testable: dict) -> pd.DataFrame:
+    rows = []
+    for fam, ok in testable.items():
+        rows.append({"model": f"{fam}-s0", "family": fam, "heads": ok, "in_context": True,
+                     "above_chance": True, "saturated": False, "testable": ok,
+                     "heads_before_growth": True})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_claims_read_only_gated_comparisons(gates_mod):
+    gates, _ = gates_mod
+    rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01)
+    ok = gates.claims(rep, _gates({"dense12": True, "lidas12": True})).set_index("claim")
+    assert ok.loc["top-20% ablation costs LIDAS more than dense", "verdict"] == "agree"
+    assert "ancestors" in ok.index[1] and ok.iloc[1]["verdict"] == "agree"
+    against = gates.claims(_Rep({"dense12": 0.15, "lidas12": 0.05}, p=0.01),
+                           _gates({"dense12": True, "lidas12": True}))  # fmt: skip
+    assert against.iloc[0]["verdict"] == "disagree"
+    failed = gates.claims(rep, _gates({"dense12": True, "lidas12": False})).iloc[0]
+    assert failed["verdict"] == "untestable here"
+    assert "1 of 2 fail induction heads" in failed["decided_by"]
