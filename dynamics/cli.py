@@ -141,7 +141,7 @@ def timeline(
     if note:
         raise InputError(note)
     typer.echo(tl.sentence())
-    typer.echo(wrote(out))
+    typer.echo(wrote(out), err=True)
     if table is not None:
         write_table(tl.formed, table)
-        typer.echo(wrote(table))
+        typer.echo(wrote(table), err=True)

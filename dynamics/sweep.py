@@ -135,9 +135,8 @@ class SweepReport:
             parts.append(f"{self.reused} copied from identical models")
         if self.failed:
             parts.append(f"{len(self.failed)} failed")
-        return (
-            f"sweep: {self.items} models into {self.out}: {', '.join(parts)} ({self.seconds:.1f} s)"
-        )
+        models = f"{self.items} model{'' if self.items == 1 else 's'}"
+        return f"sweep: {models} into {self.out}: {', '.join(parts)} ({self.seconds:.1f} s)"
 
 
 # --------------------------------------------------------------------------- sources

@@ -8,7 +8,8 @@ writes nothing and returns a one-line note instead of failing.
 (``application/vnd.plotly.v1+json``, drawn by JupyterLab, Notebook 7 and VS Code) and a static
 ``image/png`` (from kaleido, which needs Chrome or Chromium), which is what GitHub's notebook
 view and an nbconvert HTML export show, since neither runs plotly's JavaScript
-(docs/views.md).
+(docs/views.md). In a plain script it prints one line on how to save the figure instead (or
+opens it in the browser when asked).
 """
 
 from __future__ import annotations
@@ -168,16 +169,41 @@ def static_png(fig: Any, scale: float = 2) -> bytes | None:
         return None
 
 
-def show(fig: Any, *, png: bool = True, scale: float = 2) -> None:
+def show(fig: Any, *, png: bool = True, scale: float = 2, browser: bool = False) -> None:
     """Display ``fig`` in a notebook: the interactive figure plus a static PNG of it
     (:func:`mimebundle`). Returns nothing, so a cell ending in ``show(fig)`` shows the figure
-    once."""
-    bundle = mimebundle(fig, png=png, scale=scale)
-    try:
-        from IPython.display import display
-    except ImportError:  # pragma: no cover - outside IPython there is nothing to display
+    once.
+
+    ``browser=True`` opens the figure in the web browser instead (plotly's ``browser``
+    renderer). Outside IPython (a plain script) there is nowhere to display it: without
+    ``browser`` one line on stderr says how to save it, and nothing else is written."""
+    if browser:
+        fig.show(renderer="browser")
         return
-    display(bundle, raw=True)
+    if not _in_ipython():
+        import sys
+
+        print(
+            "note: not in a notebook, so the figure is not shown; write it with "
+            "induction.plots.save_figure(fig, 'figure.html') or open it with "
+            "show(fig, browser=True)",
+            file=sys.stderr,
+        )
+        return
+    from IPython.display import display
+
+    display(mimebundle(fig, png=png, scale=scale), raw=True)
+
+
+def _in_ipython() -> bool:
+    """Whether an IPython kernel or shell runs this code (Jupyter, VS Code, ``ipython``)."""
+    import sys
+
+    if "IPython" not in sys.modules:  # a kernel imports it first; a script need not load it
+        return False
+    from IPython import get_ipython
+
+    return get_ipython() is not None
 
 
 def mimebundle(fig: Any, *, png: bool = True, scale: float = 2) -> dict:

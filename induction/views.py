@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
 
 LAYOUTS = ("dropdown", "grid")
 _HEAD = re.compile(r"^\s*L?(\d+)\s*(?:H|\.|:)\s*(\d+)\s*$", re.IGNORECASE)
@@ -148,6 +149,8 @@ def stripe_cells_matching(ids: Sequence[int]) -> list[tuple[int, int]]:
 def capture_patterns(loaded: Any, ids: Sequence[int], layers: Iterable[int]) -> dict[int, Any]:
     """``{layer: [head, query, key] tensor}`` from one forward pass that caches only those
     layers' ``hook_pattern``."""
+    import torch
+
     bridge = loaded.bridge
     layers = sorted(set(int(x) for x in layers))
     names = [f"blocks.{lay}.attn.hook_pattern" for lay in layers]

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from induction.cli_options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, TrustRemoteCodeOpt
-from induction.errors import InputError
+from induction.errors import InputError, WorkbenchError
 
 
 def show(
@@ -54,12 +54,13 @@ def show(
         raise InputError(f"--out {out} is a folder; pass a file path")
     if prompt is not None and not prompt.strip():
         raise InputError("empty prompt: pass some text to --prompt, or leave --prompt out")
-    from induction.io import check_output_path, model_inputs, prepare_outputs
-    from induction.loading import load_model
+    from induction.io import check_output_path, model_inputs, prepare_outputs, wrote
     from induction.plots import FIGURE_SUFFIXES, save_figure
 
     check_output_path(out, FIGURE_SUFFIXES, "--out")
+    _check_heads(model, heads)
     prepare_outputs({"--out": out}, model_inputs(model))
+    from induction.loading import load_model
     from induction.views import show_patterns
 
     loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
@@ -67,6 +68,27 @@ def show(
     note = save_figure(fig, out)
     if note:
         raise InputError(note)
-    typer.echo(
-        f"wrote {out} ({', '.join(fig.layout.meta['heads'])}; {fig.layout.meta['tokens']} tokens)"
-    )
+    meta = fig.layout.meta
+    typer.echo(f"{wrote(out)} ({', '.join(meta['heads'])}; {meta['tokens']} tokens)", err=True)
+
+
+def _check_heads(model: str, heads: str) -> None:
+    """Refuse a malformed or out-of-range ``--heads`` before the model loads. A zoo model's or
+    checkpoint folder's range comes from its config.json (the unrolled depth of a looped
+    model); any other model is checked for syntax here and for range once loaded."""
+    import sys
+
+    from induction.specs import resolve_spec
+    from induction.views import parse_heads
+
+    spec = resolve_spec(model)  # an unknown model fails here as it would in load_model
+    n_layers = n_heads = sys.maxsize
+    if spec.folder is not None:
+        from induction.checkpoint import read_config_facts
+
+        try:
+            facts = read_config_facts(spec.folder)
+            n_layers, n_heads = facts.n_layers, facts.n_heads or sys.maxsize
+        except WorkbenchError:  # a config or loop plan it cannot read: load_model says why
+            pass
+    parse_heads(heads, n_layers, n_heads)

@@ -147,6 +147,15 @@ def test_hub_revisions_from_the_local_cache_and_offline(tiny_run, tmp_path, monk
     assert set(df["checkpoint"]) == {"step10", "step20"}
 
 
+def test_summary_counts_models_in_the_singular_and_plural(tmp_path):
+    from dynamics.sweep import SweepReport
+
+    one = SweepReport(out=tmp_path, items=1, computed=1).summary()
+    assert one.startswith(f"sweep: 1 model into {tmp_path}: 1 scored, 0 already done")
+    assert SweepReport(out=tmp_path, items=2).summary().startswith("sweep: 2 models into")
+    assert SweepReport(out=tmp_path).summary().startswith("sweep: 0 models into")
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -77,7 +77,9 @@ def test_timeline_cli(tiny_run, tmp_path):
     args = ["timeline", str(ds), "--out", str(out), "--table", str(table)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "growth at step 10" in result.output and out.is_file()
+    assert "growth at step 10" in result.stdout and out.is_file()
+    assert "wrote" not in result.stdout  # diagnostics go to stderr, as for scan
+    assert result.stderr.splitlines() == [f"wrote {out}", f"wrote {table}"]
     formed = pd.read_csv(table)
     assert len(formed) == 64 and "ancestor_formed_before_growth" in formed
     for bad, message in (

@@ -112,6 +112,18 @@ def test_output_equal_to_an_input_is_refused(tiny_llama_dir, tmp_path, one_line_
     one_line_error(scan(tiny_llama_dir, "--plot", same, "--bar", same), "different files")
 
 
+def test_output_suffix_is_refused_before_the_model_loads(tmp_path, monkeypatch, one_line_error):
+    """``scan lidas8 --out x.txt`` fails at once, not after loading the model."""
+    import induction.loading
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("loaded")
+
+    monkeypatch.setattr(induction.loading, "load_model", no_load)
+    one_line_error(scan("lidas8", "--out", tmp_path / "x.txt"), "--out", "unknown suffix '.txt'")
+    one_line_error(scan("lidas8", "--plot", tmp_path / "x.svg"), "--plot", "unknown suffix")
+
+
 def test_default_model_is_the_lidas8_zoo_model(one_line_error):
     """Without a model, commands use registry.DEFAULT_MODEL (lidas8: its first shipped seed)."""
     assert registry.DEFAULT_MODEL == "lidas8"

@@ -97,6 +97,8 @@ def test_cli_writes_self_contained_html(tmp_path, one_line_error):
         app, ["show", "grown", "--heads", "L4H1,L5H2", "--seq-len", "6", "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
+    assert result.stdout == ""  # diagnostics, "wrote" included, go to stderr
+    assert result.stderr.strip() == f"wrote {out} (L4H1, L5H2; 13 tokens)"
     html = out.read_text()
     assert "<script src=" not in html and len(html) > 1_000_000  # plotly.js embedded
     assert "induction stripe" in html
@@ -110,11 +112,39 @@ def test_cli_writes_self_contained_html(tmp_path, one_line_error):
         one_line_error(runner.invoke(app, ["show", "grown", *args]), fragment)
 
 
+@pytest.mark.parametrize(
+    "model, heads, fragments",
+    [
+        ("grown", "L99H0", ["L99H0 is out of range", "layers 0-"]),  # zoo: its config.json
+        (None, "L2H0", ["L2H0 is out of range: the model has layers 0-1 and heads 0-3"]),
+        (None, "L1H4", ["L1H4 is out of range"]),
+        (None, "head5", ["malformed head 'head5'"]),
+        ("org/not-downloaded", "head5", ["malformed head 'head5'"]),  # hub: syntax only
+    ],
+)
+def test_cli_checks_heads_before_loading(
+    model, heads, fragments, tiny_llama_dir, tmp_path, monkeypatch, one_line_error
+):
+    """A bad --heads fails at once, from config.json, not after a load of the model."""
+    import induction.loading
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("loaded")
+
+    monkeypatch.setattr(induction.loading, "load_model", no_load)
+    model = str(tiny_llama_dir) if model is None else model
+    out = tmp_path / "v.html"
+    result = runner.invoke(app, ["show", model, "--heads", heads, "--out", str(out)])
+    one_line_error(result, *fragments)
+    assert not out.exists()
+
+
 def test_notebook_show_attaches_a_static_png(monkeypatch):
     import plotly.graph_objects as go
 
     import induction.plots as plots
 
+    monkeypatch.setattr(plots, "_in_ipython", lambda: True)
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
     fig = go.Figure(go.Heatmap(z=[[0, 1], [1, 0]]), layout={"title": "t"})
@@ -127,6 +157,33 @@ def test_notebook_show_attaches_a_static_png(monkeypatch):
     with pytest.warns(UserWarning, match="kaleido"):
         bundle = plots.mimebundle(fig)
     assert "image/png" not in bundle and "application/vnd.plotly.v1+json" in bundle
+
+
+def test_show_in_a_plain_script_writes_one_line(monkeypatch, capsys):
+    """Outside IPython, show(fig) prints one short note (not the figure's JSON) and opens a
+    browser only when asked."""
+    import plotly.graph_objects as go
+
+    import induction.plots as plots
+
+    assert not plots._in_ipython()  # pytest is a plain script
+
+    def no_bundle(*args, **kwargs):
+        raise AssertionError("bundle built")
+
+    monkeypatch.setattr(plots, "mimebundle", no_bundle)
+    fig = go.Figure(go.Heatmap(z=[[0.5] * 200] * 200), layout={"title": "big"})
+    plots.show(fig)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("note: not in a notebook") and "save_figure" in line
+    assert len(line) < 200
+    opened = []
+    monkeypatch.setattr(go.Figure, "show", lambda self, *a, **k: opened.append(k))
+    plots.show(fig, browser=True)
+    assert opened == [{"renderer": "browser"}]
+    assert capsys.readouterr().err == ""
 
 
 def test_kaleido_png_when_available():
