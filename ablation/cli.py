@@ -219,32 +219,34 @@ def ablate(
     from ablation.render import stdout_console
 
     stderr = Console(stderr=True)
+    from induction.io import claim_outputs
     from induction.loading import load_model
 
-    loaded = load_model(model, device=device, dtype=dtype, threads=threads)  # thread policy
-    result = run_ablate(
-        loaded,
-        config,
-        progress=not quiet,
-        log=None if quiet else (lambda msg: stderr.print(msg, markup=False, highlight=False)),
-    )
-    result.print(console=stdout_console())
-    if out is not None:
-        result.save(out)
-    if plot is not None:
-        result.plot(plot)
-    mean = result.mean_drop
-    if mean is not None and not quiet:
-        row = result.report[result.report.task == "MEAN"].iloc[0]
-        stderr.print(
-            f"mean drop over generation tasks: {mean:+.3f} "
-            f"(random controls {row.ctrl_mean:+.3f} ± {row.ctrl_std:.3f}, p {row.p_ctrl:.2f})",
-            markup=False,
-            highlight=False,
+    with claim_outputs([out, plot]):  # held for the whole run: one writer per output
+        loaded = load_model(model, device=device, dtype=dtype, threads=threads)  # thread policy
+        result = run_ablate(
+            loaded,
+            config,
+            progress=not quiet,
+            log=None if quiet else (lambda msg: stderr.print(msg, markup=False, highlight=False)),
         )
-    if not quiet:
-        for line in [*result.gate_lines(), f"verdict: {result.verdict()}"]:
-            stderr.print(line, markup=False, highlight=False)
+        result.print(console=stdout_console())
+        if out is not None:
+            result.save(out)
+        if plot is not None:
+            result.plot(plot)
+        mean = result.mean_drop
+        if mean is not None and not quiet:
+            row = result.report[result.report.task == "MEAN"].iloc[0]
+            stderr.print(
+                f"mean drop over generation tasks: {mean:+.3f} "
+                f"(random controls {row.ctrl_mean:+.3f} ± {row.ctrl_std:.3f}, p {row.p_ctrl:.2f})",
+                markup=False,
+                highlight=False,
+            )
+        if not quiet:
+            for line in [*result.gate_lines(), f"verdict: {result.verdict()}"]:
+                stderr.print(line, markup=False, highlight=False)
 
 
 def tasks(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -62,12 +64,16 @@ def _common(
         raise InputError(f"--plot {plot}: use a .html or .png file name")
 
 
-def _claim(model: str, outputs: dict) -> None:
-    """Before any work: no output over an input (the model's files), none claimed by a
-    concurrent run; stale temporaries of earlier killed runs are cleaned."""
-    from induction.io import model_inputs, prepare_outputs
+@contextmanager
+def _claimed(model: str, outputs: dict) -> Iterator[None]:
+    """Before any work: no output over an input (the model's files); then every output is
+    claimed until the block ends, so a concurrent run to one of them fails at once naming
+    this run's pid. Stale temporaries of earlier killed runs are cleaned on claiming."""
+    from induction.io import check_outputs, claim_outputs, model_inputs
 
-    prepare_outputs(outputs, model_inputs(model))
+    check_outputs(outputs, model_inputs(model))
+    with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
+        yield
 
 
 def _load(model: str, device: str, dtype, threads):
@@ -127,35 +133,34 @@ def circuits(
         raise InputError(f"--partners must be >= 1, got {partners}")
     if graph is not None and graph.suffix.lower() not in GRAPH_SUFFIXES:
         raise InputError(f"--graph {graph}: use one of {', '.join(GRAPH_SUFFIXES)}")
-    _claim(model, {"--out": out, "--plot": plot, "--graph": graph})
+    with _claimed(model, {"--out": out, "--plot": plot, "--graph": graph}):
+        from circuits.finder import induction_circuits
 
-    from circuits.finder import induction_circuits
-
-    loaded = _load(model, device, dtype, threads)
-    result = induction_circuits(
-        loaded,
-        threshold=threshold,
-        top=top,
-        seq_len=seq_len,
-        batch=batch,
-        seeds=seed_list,
-        mode=mode,
-        reference=reference,
-        key_path=key_path,
-    )
-    print_circuits(result, partners)
-    if out is not None:
-        result.save(out)
-        typer.echo(f"wrote {out}", err=True)
-    if plot is not None:
-        result.plot(plot)
-        typer.echo(f"wrote {plot}", err=True)
-    if graph is not None:
-        if result.lineage is None:
-            typer.echo("note: no duplication log: no circuit lineage graph written", err=True)
-        else:
-            result.lineage.export(graph)
-            typer.echo(f"wrote {graph}", err=True)
+        loaded = _load(model, device, dtype, threads)
+        result = induction_circuits(
+            loaded,
+            threshold=threshold,
+            top=top,
+            seq_len=seq_len,
+            batch=batch,
+            seeds=seed_list,
+            mode=mode,
+            reference=reference,
+            key_path=key_path,
+        )
+        print_circuits(result, partners)
+        if out is not None:
+            result.save(out)
+            typer.echo(f"wrote {out}", err=True)
+        if plot is not None:
+            result.plot(plot)
+            typer.echo(f"wrote {plot}", err=True)
+        if graph is not None:
+            if result.lineage is None:
+                typer.echo("note: no duplication log: no circuit lineage graph written", err=True)
+            else:
+                result.lineage.export(graph)
+                typer.echo(f"wrote {graph}", err=True)
 
 
 def print_circuits(result, partners: int = 3) -> None:
@@ -234,50 +239,51 @@ def effects(
     _common(model, batch, mode, reference, out, plot, threads)
     if top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
-    _claim(model, {"--out": out, "--plot": plot})
+    with _claimed(model, {"--out": out, "--plot": plot}):
+        from circuits.effects import head_effects
 
-    from circuits.effects import head_effects
-
-    loaded = _load(model, device, dtype, threads)
-    result = head_effects(
-        loaded,
-        mode=mode,
-        reference=reference,
-        seq_len=seq_len,
-        batch=batch,
-        seeds=seed_list,
-        atp=atp,
-        scores=True,
-    )
-    df = result.to_frame().sort_values("rank").head(top)
-    s = result.summary()
-    typer.echo(
-        f"{result.model}: effect of ablating each head alone ({result.mode}, reference "
-        f"{result.reference}) on the second-copy loss; clean loss {result.clean_loss:.3f} nats; "
-        f"T={s['seq_len']}, {s['batch']} per seed, seeds {s['seeds']}"
-    )
-    typer.echo(
-        f"{'rank':>4} {'head':>6} {'effect':>16} {'AtP':>8} {'induction':>9} {'prev-tok':>8}"
-    )
-    for r in df.itertuples(index=False):
-        typer.echo(
-            f"{r.rank:>4} {'L%dH%d' % (r.layer, r.head):>6} {r.effect:>8.3f} ± {r.effect_se:<5.3f}"
-            + (f" {r.atp:>8.3f}" if atp else f" {'':>8}")
-            + f" {getattr(r, 'induction', float('nan')):>9.3f}"
-            + f" {getattr(r, 'previous_token', float('nan')):>8.3f}"
+        loaded = _load(model, device, dtype, threads)
+        result = head_effects(
+            loaded,
+            mode=mode,
+            reference=reference,
+            seq_len=seq_len,
+            batch=batch,
+            seeds=seed_list,
+            atp=atp,
+            scores=True,
         )
-    t = result.timing
-    line = f"time: clean {t['clean_s']:.2f}s, all heads ablated {t['ablation_s']:.2f}s"
-    if result.corr:
-        line += f", AtP {t['atp_s']:.2f}s"
+        df = result.to_frame().sort_values("rank").head(top)
+        s = result.summary()
         typer.echo(
-            f"AtP vs ablation over {result.effect.numel()} heads: Pearson "
-            f"{result.corr['pearson']:.3f}, Spearman {result.corr['spearman']:.3f}"
+            f"{result.model}: effect of ablating each head alone ({result.mode}, reference "
+            f"{result.reference}) on the second-copy loss; clean loss "
+            f"{result.clean_loss:.3f} nats; T={s['seq_len']}, {s['batch']} per seed, "
+            f"seeds {s['seeds']}"
         )
-    typer.echo(line)
-    if out is not None:
-        result.save(out)
-        typer.echo(f"wrote {out}", err=True)
-    if plot is not None:
-        result.plot(plot)
-        typer.echo(f"wrote {plot}", err=True)
+        typer.echo(
+            f"{'rank':>4} {'head':>6} {'effect':>16} {'AtP':>8} {'induction':>9} {'prev-tok':>8}"
+        )
+        for r in df.itertuples(index=False):
+            typer.echo(
+                f"{r.rank:>4} {'L%dH%d' % (r.layer, r.head):>6} "
+                f"{r.effect:>8.3f} ± {r.effect_se:<5.3f}"
+                + (f" {r.atp:>8.3f}" if atp else f" {'':>8}")
+                + f" {getattr(r, 'induction', float('nan')):>9.3f}"
+                + f" {getattr(r, 'previous_token', float('nan')):>8.3f}"
+            )
+        t = result.timing
+        line = f"time: clean {t['clean_s']:.2f}s, all heads ablated {t['ablation_s']:.2f}s"
+        if result.corr:
+            line += f", AtP {t['atp_s']:.2f}s"
+            typer.echo(
+                f"AtP vs ablation over {result.effect.numel()} heads: Pearson "
+                f"{result.corr['pearson']:.3f}, Spearman {result.corr['spearman']:.3f}"
+            )
+        typer.echo(line)
+        if out is not None:
+            result.save(out)
+            typer.echo(f"wrote {out}", err=True)
+        if plot is not None:
+            result.plot(plot)
+            typer.echo(f"wrote {plot}", err=True)

@@ -37,7 +37,13 @@ def depth(
     """Angles between consecutive residual states and consecutive layer updates, per layer
     (Liu et al. 2026, arXiv 2602.05970)."""
     from induction.errors import InputError
-    from induction.io import TABLE_SUFFIXES, check_output_path, model_inputs, prepare_outputs
+    from induction.io import (
+        TABLE_SUFFIXES,
+        check_output_path,
+        check_outputs,
+        claim_outputs,
+        model_inputs,
+    )
     from induction.plots import FIGURE_SUFFIXES
 
     if batch < 1:
@@ -50,27 +56,31 @@ def depth(
 
         content = read_text(text, "--text file")
     inputs = [p for m in models for p in model_inputs(m)] + [text]
-    prepare_outputs({"--out": out, "--table": table}, inputs)
+    check_outputs({"--out": out, "--table": table}, inputs)
+    with claim_outputs([out, table]):  # held for the whole run: one writer per output
+        import pandas as pd
 
-    import pandas as pd
+        from induction.depth import depth_angles, depth_figure
+        from induction.io import write_table, wrote
+        from induction.loading import load_model
+        from induction.plots import save_figure
 
-    from induction.depth import depth_angles, depth_figure
-    from induction.io import write_table, wrote
-    from induction.loading import load_model
-    from induction.plots import save_figure
-
-    results = []
-    for spec in models:
-        loaded = load_model(spec, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
-        r = depth_angles(loaded, text=content, batch=batch)
-        results.append(r)
-        mean_state = sum(r.state_mean) / len(r.state_mean)
-        typer.echo(f"{r.model}: {len(r.state_mean)} layers, mean state angle {mean_state:.1f} deg")
-        del loaded
-    note = save_figure(depth_figure(results), out)
-    if note:
-        raise InputError(note)
-    typer.echo(wrote(out))
-    if table is not None:
-        write_table(pd.concat([r.to_frame() for r in results], ignore_index=True), table)
-        typer.echo(wrote(table))
+        results = []
+        for spec in models:
+            loaded = load_model(
+                spec, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+            )
+            r = depth_angles(loaded, text=content, batch=batch)
+            results.append(r)
+            mean_state = sum(r.state_mean) / len(r.state_mean)
+            typer.echo(
+                f"{r.model}: {len(r.state_mean)} layers, mean state angle {mean_state:.1f} deg"
+            )
+            del loaded
+        note = save_figure(depth_figure(results), out)
+        if note:
+            raise InputError(note)
+        typer.echo(wrote(out))
+        if table is not None:
+            write_table(pd.concat([r.to_frame() for r in results], ignore_index=True), table)
+            typer.echo(wrote(table))

@@ -33,6 +33,7 @@ from induction.gguf import gguf_cache_key, gguf_cache_root, gguf_checkpoint  # n
 from induction.runtime import apply_thread_policy, quiet_loading, thread_count
 from induction.specs import (  # noqa: F401  (PACKAGED_GGUF, packaged_gguf: re-exported)
     PACKAGED_GGUF,
+    check_folder_files,
     is_loaded_model,
     packaged_gguf,
     resolve_spec,
@@ -310,6 +311,7 @@ def _load_folder(
     *,
     display_path: Path | None = None,
 ) -> LoadedModel:
+    check_folder_files(folder)  # a FIFO config.json or model.safetensors would block the load
     _check_config(folder, trust_remote_code)
     tokenizer = _load_tokenizer(folder, trust_remote_code)
     loop_plan = None
@@ -349,6 +351,8 @@ def _check_config(folder: Path, trust_remote_code: bool):
             "(config.json, model.safetensors, tokenizer files) or a .gguf file"
         )
     raw = _read_json(cfg_path)
+    if isinstance(raw, dict):
+        _check_config_sizes(cfg_path, raw)  # before anything builds lists or layers from them
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -384,6 +388,86 @@ def _check_config(folder: Path, trust_remote_code: bool):
     return config
 
 
+#: config.json sizes that some tensor of a checkpoint's weights has along one of its axes
+#: (hidden and MLP widths, heads, head width, vocabulary), so none can exceed the largest.
+SIZE_KEYS = (
+    "hidden_size",
+    "n_embd",
+    "d_model",
+    "intermediate_size",
+    "n_inner",
+    "ffn_dim",
+    "num_attention_heads",
+    "n_head",
+    "num_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "vocab_size",
+)
+
+
+def _check_config_sizes(cfg_path: Path, raw: dict) -> None:
+    """Refuse a config.json that claims more layers than the weights hold, or a size (hidden
+    width, heads, ...) larger than any tensor of the weights has: building the model from it
+    would allocate without end (num_hidden_layers 1e9). Only the safetensors headers are read;
+    weights that cannot be read are left to :func:`check_safetensors` to report."""
+    from induction.layers import DEPTH_KEYS, LAYER_KEY
+
+    claimed = [
+        (key, raw[key])
+        for key in (*DEPTH_KEYS, *SIZE_KEYS)
+        if isinstance(raw.get(key), int | float) and not isinstance(raw[key], bool)
+    ]
+    if not claimed:
+        return
+    shapes = _weight_shapes(cfg_path.parent)
+    if not shapes:
+        return
+    layers: dict[str, int] = {}
+    for name in shapes:
+        m = LAYER_KEY.match(name)
+        if m:
+            layers[m["prefix"]] = max(layers.get(m["prefix"], 0), int(m["i"]) + 1)
+    largest = max((d for shape in shapes.values() for d in shape), default=0)
+    for key, value in claimed:
+        if key in DEPTH_KEYS:
+            if layers and value > max(layers.values()):
+                held = max(layers.values())
+                prefix = max(layers, key=layers.get)
+                raise ModelLoadError(
+                    f"{cfg_path}: {key} is {value}, but the weights hold {held} layer(s) "
+                    f"({prefix}.0 to {prefix}.{held - 1}); set {key} to {held}, or put back "
+                    "the weights this config.json belongs to"
+                )
+        elif largest and value > largest:
+            raise ModelLoadError(
+                f"{cfg_path}: {key} is {value}, larger than any tensor of the weights "
+                f"(largest dimension {largest}); set {key} to the model's real size, or put "
+                "back the weights this config.json belongs to"
+            )
+
+
+def _weight_shapes(folder: Path) -> dict[str, tuple[int, ...]] | None:
+    """``{tensor name: shape}`` from the safetensors headers (no weights read); None when the
+    weights are missing or damaged (:func:`check_safetensors` reports that)."""
+    from safetensors import safe_open
+
+    try:
+        files = check_safetensors(folder, ModelLoadError)
+    except WorkbenchError:
+        return None
+    shapes: dict[str, tuple[int, ...]] = {}
+    try:
+        for path in sorted(set(files.values())):
+            with safe_open(str(path), framework="pt") as f:
+                for key in f.keys():
+                    if files.get(key) == path:
+                        shapes[key] = tuple(f.get_slice(key).get_shape())
+    except Exception:  # checked just above; a file changed under us: the load reports it
+        return None
+    return shapes
+
+
 def _check_weights(folder: Path) -> None:
     check_safetensors(folder, ModelLoadError)
 
@@ -404,6 +488,7 @@ def check_safetensors(folder: Path, error: type[Exception] = ModelLoadError) -> 
 
     from induction.io import read_json
 
+    check_folder_files(folder, error)  # a FIFO opened below would block
     index = folder / WEIGHTS_INDEX
     named: dict[str, Path] | None = None
     if index.is_file():

@@ -14,8 +14,10 @@ Nothing here imports torch or transformers.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -43,6 +45,15 @@ PACKAGED_GGUF = {
 
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _WHAT = "`induction models` lists what can be loaded"
+#: Files of a checkpoint folder that loading it may open: config and side files, weights,
+#: tokenizer files, chat templates, remote code (``loading.hub_patterns`` and ``*.jinja``).
+FOLDER_FILES = ("*.json", "*.safetensors", "*.model", "*.txt", "*.py", "*.jinja")
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 #: What every entry point takes as a model: a spec (zoo name, folder, ``.gguf``, hub name,
 #: ``smollm2``), a resolved :class:`ModelSpec`, a ``transformers.PreTrainedModel``, a loaded
@@ -112,10 +123,13 @@ def resolve_spec(spec: Any) -> ModelSpec:
         from induction.zoo import registry
 
         if registry.is_zoo_name(text):
-            return ModelSpec("zoo", text, registry.zoo_path(text))
+            folder = registry.zoo_path(text)
+            check_folder_files(folder)
+            return ModelSpec("zoo", text, folder)
     path = Path(text).expanduser()
     _check_spec_path(path, text)
     if path.is_dir():
+        check_folder_files(path)
         return ModelSpec("folder", text, path)
     if path.is_file():
         if path.suffix.lower() == ".gguf":
@@ -130,7 +144,8 @@ def resolve_spec(spec: Any) -> ModelSpec:
 
 def _check_spec_path(path: Path, text: str) -> None:
     """Refuse a spec no file system can hold (too long a name) and a symlink loop, which
-    ``is_dir``/``is_file`` would otherwise report as a missing path (and then a hub name)."""
+    ``is_dir``/``is_file`` would otherwise report as a missing path (and then a hub name), and
+    a FIFO, socket or device, which reading would block on or never finish."""
     shown = text if len(text) <= 80 else text[:60] + f"... ({len(text)} characters)"
     if any(len(os.fsencode(part)) > 255 for part in path.parts):
         raise ModelLoadError(
@@ -138,7 +153,7 @@ def _check_spec_path(path: Path, text: str) -> None:
             "pass a zoo name, a checkpoint folder, a .gguf file or a hub name"
         )
     try:
-        os.stat(path)
+        mode = os.stat(path).st_mode
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise ModelLoadError(
@@ -146,6 +161,41 @@ def _check_spec_path(path: Path, text: str) -> None:
             ) from None
         if e.errno == errno.ENAMETOOLONG:
             raise ModelLoadError(f"model spec {shown} is too long for a path") from None
+        return
+    kind = _special_kind(mode)
+    if kind is not None:
+        raise ModelLoadError(
+            f"{shown} is {kind}, not a checkpoint folder or .gguf file; "
+            "pass the folder or the .gguf file itself"
+        )
+
+
+def _special_kind(mode: int) -> str | None:
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
+
+
+def check_folder_files(folder: Path, error: type[Exception] = ModelLoadError) -> None:
+    """Refuse a checkpoint folder in which a file that loading may open (:data:`FOLDER_FILES`:
+    ``config.json``, ``model.safetensors``, tokenizer files, ...) is a FIFO, a socket or a
+    device (symlinks followed): opening a FIFO blocks until another process writes to it, and
+    a device may never end. Names are only listed and stat-ed here; nothing is opened."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return  # an unreadable folder: the loader says why
+    for path in entries:
+        if path.name.startswith(".") or not any(
+            fnmatch.fnmatchcase(path.name, pattern) for pattern in FOLDER_FILES
+        ):
+            continue
+        try:
+            kind = _special_kind(os.stat(path).st_mode)
+        except OSError:  # a dangling link or a loop: the loader reports the file as missing
+            continue
+        if kind is not None:
+            raise error(
+                f"{path} is {kind}, not a regular file; replace it with the real {path.name}"
+            )
 
 
 def is_bare_name(text: str) -> bool:

@@ -54,18 +54,19 @@ def show(
         raise InputError(f"--out {out} is a folder; pass a file path")
     if prompt is not None and not prompt.strip():
         raise InputError("empty prompt: pass some text to --prompt, or leave --prompt out")
-    from induction.io import check_output_path, model_inputs, prepare_outputs, wrote
+    from induction.io import check_output_path, check_outputs, claim_output, model_inputs, wrote
     from induction.plots import FIGURE_SUFFIXES, save_figure
 
     check_output_path(out, FIGURE_SUFFIXES, "--out")
     _check_heads(model, heads)
-    prepare_outputs({"--out": out}, model_inputs(model))
-    from induction.loading import load_model
-    from induction.views import show_patterns
+    check_outputs({"--out": out}, model_inputs(model))
+    with claim_output(out):  # held for the whole run: one writer per output
+        from induction.loading import load_model
+        from induction.views import show_patterns
 
-    loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
-    fig = show_patterns(loaded, heads, prompt, seq_len=seq_len, seed=seed, layout=layout)
-    note = save_figure(fig, out)
+        loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+        fig = show_patterns(loaded, heads, prompt, seq_len=seq_len, seed=seed, layout=layout)
+        note = save_figure(fig, out)
     if note:
         raise InputError(note)
     meta = fig.layout.meta

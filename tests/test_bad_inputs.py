@@ -155,6 +155,19 @@ def _index(weight_map, shard_ok=True):
     return make
 
 
+def _fifo(path: str):
+    """``{d}/path`` (in a model copy when it names one) replaced by a FIFO: reading it would
+    block until some other process writes to it."""
+
+    def make(env):
+        name, _, rest = path.partition("/")
+        target = env.model(name) / rest if rest and name in ("good", "grown") else env.d / path
+        target.unlink(missing_ok=True)
+        os.mkfifo(target)
+
+    return make
+
+
 def _symlink_loop(name: str):
     def make(env):
         link = env.d / name
@@ -234,6 +247,7 @@ SCAN = "scan {good} --no-loss --seeds 1 --batch 2 --seq-len 8"
 LIN = "lineage {grown} --scores {scores}"
 GROW = "grow {grown} --out {d}/out"
 ABL = "ablate {good} --no-cache --quiet --n-items 2 --controls 1"
+SHOW = "show {good} --heads L0H0 --out {d}/v.html"
 
 # --------------------------------------------------------------------------- the table
 
@@ -659,6 +673,38 @@ CASES: list[Case] = [
     C("P07", "info ../../../../etc"),
     C("P08", "info {d}/dir.gguf/", lambda e: (e.d / "dir.gguf").mkdir()),
     C("P09_new", "scan {d}/loop --seeds 1", _symlink_loop("loop"), "symlink loop"),
+    # LD: files of a model folder that would hang the load (round 3)
+    C("LD_fifo", SHOW, _fifo("good/model.safetensors"), "model.safetensors", "FIFO"),
+    C("LD_fifo_config", "info {good}", _fifo("good/config.json"), "config.json", "FIFO"),
+    C("LD_fifo_tokenizer", "info {good}", _fifo("good/tokenizer.json"), "tokenizer.json"),
+    C("LD_fifo_card", "lineage {grown}", _fifo("grown/card.json"), "card.json", "FIFO"),
+    C("LD_fifo_grow", "grow {good} --out {d}/out", _fifo("good/config.json"), "FIFO"),
+    C("LD_fifo_gguf", "info {d}/m.gguf", _fifo("m.gguf"), "FIFO"),
+    *[
+        C(f"LD_{name}", SHOW, _config(**{key: value}), key, *frag)
+        for name, key, value, *frag in [
+            (
+                "layers_huge",
+                "num_hidden_layers",
+                10**9,
+                "hold 2 layer",
+                "set num_hidden_layers to 2",
+            ),
+            ("layers_huge_float", "num_hidden_layers", 1e9, "hold 2 layer"),
+            ("layers_more", "num_hidden_layers", 3, "set num_hidden_layers to 2"),
+            ("hidden_huge", "hidden_size", 10**9, "larger than any tensor"),
+            ("heads_huge", "num_attention_heads", 10**9, "larger than any tensor"),
+            ("kv_heads_huge", "num_key_value_heads", 10**9, "larger than any tensor"),
+            ("mlp_huge", "intermediate_size", 10**9, "larger than any tensor"),
+            ("vocab_huge", "vocab_size", 10**9, "larger than any tensor"),
+        ]
+    ],  # fmt: skip
+    # ZT: zoo train --steps beyond any run (round 3)
+    C("ZT15", "zoo train lidas8 --steps 1e20 --out {d}/o", None, "--steps", "10,000,000"),
+    C("ZT15_digits", f"zoo train dense --steps {10**20} --out {{d}}/o", None, "10,000,000"),
+    C("ZT15_bound", "zoo train dense --steps 10000001 --out {d}/o", None, "10,000,000"),
+    C("ZT15_fraction", "zoo train dense --steps 2.5 --out {d}/o", None, "--steps"),
+    C("ZT15_text", "zoo train dense --steps many --out {d}/o", None, "--steps"),
 ]
 
 EXPECTED_GOOD = {"K_good", "I01"}  # good inputs the issue ran for reference, not cases
@@ -678,6 +724,8 @@ def _snapshot(root: Path) -> dict[str, str]:
                 out[rel] = "link:" + os.readlink(p)
             elif p.is_dir():
                 out[rel] = "dir"
+            elif not p.is_file():  # a FIFO: reading it would block
+                out[rel] = "special"
             else:
                 out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out

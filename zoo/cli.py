@@ -14,6 +14,8 @@ from induction.errors import InputError
 zoo_app = typer.Typer(
     help="The embedded zoo of tiny dense, grown and looped models.", no_args_is_help=True
 )
+#: The most training steps ``--steps`` accepts (days of CPU time for the smallest model).
+MAX_STEPS = 10_000_000
 
 
 @zoo_app.command("train")
@@ -27,9 +29,10 @@ def train_command(
     out: Path = typer.Option(
         None, "--out", help="Checkpoint folder to write (default: ./runs/<family>-s<seed>)."
     ),
-    steps: int = typer.Option(
+    steps: str = typer.Option(
         None,
         "--steps",
+        metavar="INTEGER",
         help="Training steps (default: the zoo's); up to twice as many if no head has formed.",
     ),
     threads: int = typer.Option(
@@ -55,8 +58,7 @@ def train_command(
 
     if threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
-    if steps is not None and steps <= 0:
-        raise InputError(f"--steps must be positive, got {steps}")
+    steps = _steps(steps)
     if resume is not None:
         return _resume(family, resume)
     if family is None:
@@ -163,6 +165,24 @@ def _resume(family: str | None, out: Path) -> None:
     with claim_output(out):  # one run per folder
         _, card = train_fixed(None, out=out, resume=True)
     _report(card, out)
+
+
+def _steps(text: str | None) -> int | None:
+    """``--steps`` as a whole number in [1, :data:`MAX_STEPS`] (``1e5`` is 100000)."""
+    if text is None:
+        return None
+    try:
+        value: float = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+    if not 1 <= value <= MAX_STEPS or value != int(value):
+        raise InputError(
+            f"--steps must be a whole number of steps from 1 to {MAX_STEPS:,}, got {text}"
+        )
+    return int(value)
 
 
 def _fractions(text: str) -> tuple[float, ...]:
