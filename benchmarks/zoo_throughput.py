@@ -40,12 +40,17 @@ def matmul_peak(threads: int, n: int = 512, reps: int = 20) -> float:
     return 2 * n**3 * reps / (time.perf_counter() - t) / 1e9
 
 
-def train_rate(preset: str, batch: int, threads: int, steps: int, **overrides) -> dict:
-    """Tokens/s and GFLOP/s of ``steps`` training steps of ``preset`` at ``batch``."""
+def train_rate(
+    preset: str, batch: int, threads: int, steps: int, compile: bool = False, **overrides
+) -> dict:
+    """Tokens/s and GFLOP/s of ``steps`` training steps of ``preset`` at ``batch``
+    (``compile``: through ``torch.compile``, its compilation in the 3 warm-up steps)."""
     torch.set_num_threads(threads)
     cfg = preset_config(preset, seed=0, batch=batch, threads=threads, **overrides)
     model, _, _ = _initial_model(cfg)
     opt = _optimizer(cfg, model)
+    if compile:
+        model = torch.compile(model)
     depth = cfg.depth
     batches = [torch.from_numpy(batch_at(cfg, 1000 + i)) for i in range(steps + 3)]
     elapsed = 0.0
@@ -63,6 +68,7 @@ def train_rate(preset: str, batch: int, threads: int, steps: int, **overrides) -
         "preset": preset,
         "batch": batch,
         "threads": threads,
+        "compiled": compile,
         "s_per_step": elapsed / steps,
         "tokens_per_s": n_tokens / elapsed,
         "gflops": flops / elapsed / 1e9,
@@ -75,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", default="dense8")
     ap.add_argument("--batches", type=int, nargs="+", default=[32, 64, 128])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--compile", action="store_true", help="also the first batch size compiled")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     rows = []
@@ -85,13 +92,18 @@ def main(argv: list[str] | None = None) -> int:
             row["matmul_peak_gflops"] = peak
             row["of_peak"] = row["gflops"] / peak
             rows.append(row)
+        if args.compile:
+            row = train_rate(args.preset, args.batches[0], threads, args.steps, compile=True)
+            row["matmul_peak_gflops"] = peak
+            row["of_peak"] = row["gflops"] / peak
+            rows.append(row)
     base = rows[0]["tokens_per_s"]
-    print(f"{'threads':>7} {'batch':>5} {'s/step':>7} {'tok/s':>8} {'GFLOP/s':>8} "
-          f"{'of peak':>7} {'vs first':>8}")  # fmt: skip
+    print(f"{'threads':>7} {'batch':>5} {'compiled':>8} {'s/step':>7} {'tok/s':>8} "
+          f"{'GFLOP/s':>8} {'of peak':>7} {'vs first':>8}")  # fmt: skip
     for r in rows:
         r["vs_first"] = r["tokens_per_s"] / base
         print(
-            f"{r['threads']:>7} {r['batch']:>5} {r['s_per_step']:>7.3f} "
+            f"{r['threads']:>7} {r['batch']:>5} {str(r['compiled']):>8} {r['s_per_step']:>7.3f} "
             f"{r['tokens_per_s']:>8.0f} {r['gflops']:>8.2f} {r['of_peak']:>7.1%} "
             f"{r['vs_first']:>7.2f}x"
         )
