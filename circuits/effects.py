@@ -271,7 +271,9 @@ class EffectsResult:
         return path
 
     def plot(self, path: str | Path | None = None):
-        """Layer x head heatmap of the ablation effect (and AtP beside it); saved if a path."""
+        """Layer x head heatmap of the ablation effect (and AtP beside it); saved if a path
+        (.html, or .png: :func:`induction.plots.save_figure`; InputError when no PNG can be
+        made)."""
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
 
@@ -289,7 +291,9 @@ class EffectsResult:
         if path is not None:
             from induction.plots import save_figure
 
-            save_figure(fig, Path(path))
+            note = save_figure(fig, Path(path))
+            if note:  # nothing written: say so, never a silent skip (CLI: exit 2)
+                raise InputError(note)
         return fig
 
 

@@ -154,7 +154,8 @@ class CircuitResult:
         return path
 
     def plot(self, path: str | Path | None = None):
-        """K-composition above baseline against the causal drop, one point per pair."""
+        """K-composition above baseline against the causal drop, one point per pair; saved if
+        a path (.html or .png, as :meth:`circuits.effects.EffectsResult.plot`)."""
         import plotly.express as px
 
         df = self.table
@@ -172,7 +173,9 @@ class CircuitResult:
         if path is not None:
             from induction.plots import save_figure
 
-            save_figure(fig, Path(path))
+            note = save_figure(fig, Path(path))
+            if note:  # nothing written: say so, never a silent skip (CLI: exit 2)
+                raise InputError(note)
         return fig
 
 

@@ -1,15 +1,16 @@
 """Figures of a scan table: a layer x head heatmap and a ranked bar chart (plotly).
 
-``save_figure`` writes ``.html`` (self-contained: opens offline) always, and ``.png`` through
-kaleido when kaleido and a browser for it are installed; when PNG export is impossible it
-writes nothing and returns a one-line note instead of failing.
+``save_figure`` writes ``.html`` (self-contained: opens offline) or ``.png``. A PNG comes from
+kaleido when kaleido and a browser for it (Chrome/Chromium) are installed, else from
+matplotlib (:mod:`induction.static`, a dependency of the workbench), so it needs no browser;
+a figure neither can draw is not written, and a one-line note says so.
 
 ``show`` displays a figure in a notebook as one output carrying both the interactive figure
 (``application/vnd.plotly.v1+json``, drawn by JupyterLab, Notebook 7 and VS Code) and a static
-``image/png`` (from kaleido, which needs Chrome or Chromium), which is what GitHub's notebook
-view and an nbconvert HTML export show, since neither runs plotly's JavaScript
-(docs/views.md). In a plain script it prints one line on how to save the figure instead (or
-opens it in the browser when asked).
+``image/png`` (the same PNG as ``save_figure``'s), which is what GitHub's notebook view and an
+nbconvert HTML export show, since neither runs plotly's JavaScript (docs/views.md). In a plain
+script it prints one line on how to save the figure instead (or opens it in the browser when
+asked).
 """
 
 from __future__ import annotations
@@ -35,12 +36,11 @@ def _scored(df) -> str:
 def _layer_labels(df) -> dict[int, str]:
     labels = {}
     looped = {"block_layer", "pass"} <= set(df.columns)
-    for row in df.drop_duplicates("layer").itertuples(index=False):
-        layer = int(row.layer)
-        if looped:
-            labels[layer] = f"{layer} (b{int(row.block_layer)} p{int(getattr(row, 'pass'))})"
-        else:
-            labels[layer] = str(layer)
+    cols = ["layer", "block_layer", "pass"] if looped else ["layer"]
+    # plain tuples: itertuples' named rows rename the keyword column "pass" to "_2"
+    for row in df.drop_duplicates("layer")[cols].itertuples(index=False, name=None):
+        layer = int(row[0])
+        labels[layer] = f"{layer} (b{int(row[1])} p{int(row[2])})" if looped else str(layer)
     return labels
 
 
@@ -142,7 +142,8 @@ def ranked_bar(df, score: str = "induction", top: int = 20, title: str | None = 
 
 
 def save_figure(fig: Any, path: str | Path) -> str | None:
-    """Write ``fig`` to ``path`` (.html or .png). Returns a note if PNG had to be skipped."""
+    """Write ``fig`` to ``path`` (.html or .png). Returns a note, and writes nothing, when no
+    PNG can be made (:func:`png_bytes`)."""
     from induction.io import write_bytes, write_text
 
     path = Path(path)
@@ -152,21 +153,52 @@ def save_figure(fig: Any, path: str | Path) -> str | None:
     if suffix == ".html":
         write_text(path, fig.to_html(include_plotlyjs=True, full_html=True))
         return None
-    try:
-        data = fig.to_image(format="png", scale=2)
-    except Exception as e:  # kaleido missing, or no browser for it: skip, never crash
-        reason = " ".join(str(e).split()).split(". ")[0][:160] or type(e).__name__
+    data, reason = png_bytes(fig, scale=2)
+    if data is None:
         return f"PNG export unavailable, {path} not written ({reason}); use a .html path"
     write_bytes(path, data)
     return None
 
 
 def static_png(fig: Any, scale: float = 2) -> bytes | None:
-    """The figure as PNG bytes through kaleido, or None when kaleido or its browser is missing."""
+    """The figure as PNG bytes (kaleido, else matplotlib), or None when neither can draw it."""
+    return png_bytes(fig, scale=scale)[0]
+
+
+def png_bytes(fig: Any, scale: float = 2) -> tuple[bytes | None, str]:
+    """``(PNG bytes, "")``, or ``(None, why)`` when no PNG can be made.
+
+    kaleido first, when it and its browser work (plotly's own renderer); otherwise the figure
+    is drawn with matplotlib (:func:`induction.static.render_png`), which needs no browser."""
+    data, reason = _kaleido_png(fig, scale)
+    if data is not None:
+        return data, ""
+    reasons = [f"kaleido: {reason}"] if reason else []
     try:
-        return fig.to_image(format="png", scale=scale)
-    except Exception:  # kaleido missing, or no browser for it
-        return None
+        from induction.static import render_png
+
+        return render_png(fig, scale=scale), ""
+    except ImportError as e:
+        reasons.append(f"matplotlib: {_first_sentence(e)}")
+    except Exception as e:  # a trace type the fallback does not draw, or a malformed figure
+        reasons.append(f"matplotlib fallback: {_first_sentence(e)}")
+    return None, "; ".join(reasons)
+
+
+def _kaleido_png(fig: Any, scale: float) -> tuple[bytes | None, str]:
+    """kaleido's PNG, or ``(None, why)``: ``why`` is empty when kaleido is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("kaleido") is None:
+        return None, ""
+    try:
+        return fig.to_image(format="png", scale=scale), ""
+    except Exception as e:  # no Chrome/Chromium for kaleido, or an old kaleido
+        return None, _first_sentence(e)
+
+
+def _first_sentence(e: BaseException) -> str:
+    return " ".join(str(e).split()).split(". ")[0][:160] or type(e).__name__
 
 
 def show(fig: Any, *, png: bool = True, scale: float = 2, browser: bool = False) -> None:
@@ -209,8 +241,9 @@ def _in_ipython() -> bool:
 def mimebundle(fig: Any, *, png: bool = True, scale: float = 2) -> dict:
     """One ``display_data`` bundle: ``application/vnd.plotly.v1+json`` (interactive where the
     front end renders plotly), ``image/png`` (GitHub, nbconvert HTML, any viewer without
-    plotly's JavaScript) and ``text/plain``. Without kaleido and a browser the PNG is left
-    out (with a warning) and the figure stays interactive only."""
+    plotly's JavaScript) and ``text/plain``. The PNG comes from kaleido, or from matplotlib
+    without kaleido's browser (:func:`png_bytes`); only when neither can draw the figure is
+    it left out (with a warning), and the figure stays interactive only."""
     import base64
     import warnings
 
@@ -223,8 +256,8 @@ def mimebundle(fig: Any, *, png: bool = True, scale: float = 2) -> dict:
         data = static_png(fig, scale=scale)
         if data is None:
             warnings.warn(
-                "no static PNG attached: kaleido or a browser for it (Chrome/Chromium) is "
-                "missing; `pip install kaleido` and install chromium (docs/views.md)",
+                "no static PNG attached: neither kaleido (with Chrome/Chromium) nor the "
+                "matplotlib fallback could draw this figure (docs/views.md)",
                 stacklevel=2,
             )
         else:

@@ -156,13 +156,19 @@ def scan(
 
             write_table(df, out)
             typer.echo(wrote(out), err=True)
+        notes = []
         for path, kind in ((plot, "heatmap"), (bar, "bar")):
             if path is None:
                 continue
             from induction import plots
 
             note = plots.save_figure(result.plot(kind), path)
-            typer.echo(f"note: {note}" if note else wrote(path), err=True)
+            if note:
+                notes.append(note)
+            else:
+                typer.echo(wrote(path), err=True)
+        if notes:  # a figure that could not be written: exit 2, after every other output
+            raise InputError("; ".join(notes))
 
 
 # --------------------------------------------------------------------------- parsing
@@ -247,8 +253,8 @@ def _print_report(df, loaded, top: int) -> None:
         table.add_column("output_norm", justify="right")
     for row in df.sort_values("rank").head(top).itertuples(index=False):
         cells = [str(row.rank), str(row.layer), str(getattr(row, "head"))]
-        if looped:
-            cells += [str(row.block_layer), str(getattr(row, "pass"))]
+        if looped:  # named rows rename the keyword column "pass" (to "_2"): read it by place
+            cells += [str(row.block_layer), str(row[list(df.columns).index("pass")])]
         for s in score_cols:
             value, std = getattr(row, s), getattr(row, f"{s}_std")
             text = f"{value:.3f}"

@@ -63,14 +63,35 @@ def test_rank_by_any_score(tiny_llama_dir, tmp_path):
     assert df.loc[df["rank"] == 1, "previous_token"].item() == df.previous_token.max()
 
 
-def test_png_is_written_or_skipped_with_a_note(tiny_llama_dir, tmp_path):
-    png = tmp_path / "h.png"
+def test_png_is_a_real_png_without_kaleido(tiny_llama_dir, tmp_path):
+    """kaleido or its browser missing: matplotlib draws the PNG (never HTML in a .png)."""
+    png, bar = tmp_path / "h.png", tmp_path / "b.png"
     result = scan(
         tiny_llama_dir, "--seq-len", 5, "--batch", 1, "--seeds", 1, "--no-loss",
-        "--scores", "induction", "--plot", png,
+        "--scores", "induction", "--plot", png, "--bar", bar,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert png.is_file() or "PNG export unavailable" in result.stderr
+    for path in (png, bar):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"wrote {path}" in result.stderr
+
+
+def test_png_that_cannot_be_drawn_exits_2_and_writes_nothing(tiny_llama_dir, tmp_path, monkeypatch):
+    from induction import plots
+
+    monkeypatch.setattr(plots, "png_bytes", lambda fig, scale=2: (None, "no renderer"))
+    out, png, bar = tmp_path / "s.csv", tmp_path / "h.png", tmp_path / "b.html"
+    result = scan(
+        tiny_llama_dir, "--seq-len", 5, "--batch", 1, "--seeds", 1, "--no-loss",
+        "--scores", "induction", "--out", out, "--plot", png, "--bar", bar,
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        f"wrote {out}",  # the other outputs are still written, then one error line
+        f"wrote {bar}",
+        f"error: PNG export unavailable, {png} not written (no renderer); use a .html path",
+    ]
+    assert not png.exists() and out.is_file() and bar.is_file()
 
 
 @pytest.mark.parametrize(

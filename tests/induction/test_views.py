@@ -186,12 +186,12 @@ def test_show_in_a_plain_script_writes_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_kaleido_png_when_available():
+def test_static_png_with_or_without_kaleido():
+    """kaleido when it and Chromium are installed, matplotlib otherwise: always a PNG
+    (tests/induction/test_static.py checks the fallback itself)."""
     import plotly.graph_objects as go
 
     from induction.plots import static_png
 
     data = static_png(go.Figure(go.Bar(y=[1, 2])), scale=1)
-    if data is None:
-        pytest.skip("kaleido or Chromium is not installed")
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
