@@ -46,6 +46,27 @@ def icl_phases() -> list[dict]:
     ]
 
 
+#: The candidate recipe: the first zoo's copy-heavy warm-up for a quarter of the steps (heads
+#: form there), then a mix with more in-context data than MIX_V2.
+REC_MIX = {
+    "copy": 0.3,
+    "lookup": 0.25,
+    "varassign": 0.15,
+    "regbench": 0.1,
+    "bigram": 0.05,
+    "facts": 0.15,
+}
+
+
+def rec_phases() -> list[dict]:
+    from zoo.protocol import WARMUP_MIX
+
+    return [
+        {"at": 0.0, "mix": dict(WARMUP_MIX), "seq_len": 96, "max_span": 18},
+        {"at": 0.25, "mix": dict(REC_MIX), "seq_len": 96, "max_span": 40},
+    ]
+
+
 BASE = {"family": "dense", "steps": 2000, "probe_every": 250, "first_checkpoint": 250}
 #: One lever per run against ``d4-base`` (the first zoo's recipe on the 4-layer initial net).
 RUNS: dict[str, dict] = {
@@ -56,6 +77,8 @@ RUNS: dict[str, dict] = {
     # heads of 16 dims (4 per layer) instead of 8 x 8: RoPE gives an 8-dim head 4 rotation
     # frequencies to match positions with
     "d4-h4": {"depth": 4, "n_heads": 4, "lr": 3e-3, "warmup": 100, "phases": icl_phases()},
+    # the candidate recipe at the depth the first zoo learnt lookup at, for longer
+    "d8-rec": {"depth": 8, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": rec_phases()},
 }
 
 

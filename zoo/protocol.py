@@ -145,6 +145,45 @@ class FixedTrainConfig:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+#: The second zoo's data (docs/zoo.md, "The second zoo"): the first zoo's copy-heavy warm-up for
+#: a quarter of the steps, then more in-context data than MIX_V2 (lookup, variable assignment)
+#: with the facts closed-book QA asks. Chosen by the pilot (benchmarks/zoo_pilot.py).
+ICL_MIX = {
+    "copy": 0.3,
+    "lookup": 0.25,
+    "varassign": 0.15,
+    "regbench": 0.1,
+    "bigram": 0.05,
+    "facts": 0.15,
+}
+
+
+def icl_phases() -> list[dict]:
+    return [
+        {"at": 0.0, "mix": dict(WARMUP_MIX), "seq_len": 96, "max_span": 18},
+        {"at": 0.25, "mix": dict(ICL_MIX), "seq_len": 96, "max_span": 40},
+    ]
+
+
+#: Shared by every preset of the second zoo: fixed in advance from the pilot.
+SECOND_ZOO = {
+    "depth": 12,
+    "reference_depth": 12,
+    "steps": 6000,
+    "lr": 3e-3,
+    "warmup": 100,
+    "phases": None,  # icl_phases(), filled per config (a fresh list each time)
+    "probe_every": 250,
+}
+#: LIDAS in four stages of 2 layers from one 4-layer block (abcd -> abbccd -> ... -> 12 layers):
+#: the initial layers b and c end with 5 copies each, so "10 of the 12 strongest heads from 2
+#: ancestors" is reachable (fewest possible m = 2). ``lidas12``: the first stage lasts 30% of
+#: the steps, past the step at which the pilot's 4-layer network formed induction heads, then
+#: a growth every 15%; ``lidas12e``: Prop-1 stage lengths (Saunshi et al. 2024), the first
+#: growth at 1/15 of the steps, before any head forms (the first zoo's regime).
+LATE_GROWTH = [0.3, 0.45, 0.6, 0.75]
+
+
 #: The fixed-protocol presets (docs/zoo.md). All: d_model 64, 8 heads of 8 dims, 3000 steps
 #: of 32 x 96 tokens, one data stream per seed.
 PRESETS: dict[str, dict] = {
@@ -156,6 +195,25 @@ PRESETS: dict[str, dict] = {
     # parameter-matched: dense8's 8 layers stored, run twice (effective depth 16, 2x FLOPs);
     # same width and heads as dense8, so heads are comparable one to one
     "looped8p": {"family": "looped", "depth": 16, "loop_block": 8, "loops": 2},
+    # the second zoo (SECOND_ZOO): 12 layers, a recipe under which the models learn in context
+    "dense12": {"family": "dense", **SECOND_ZOO},
+    "lidas12": {
+        "family": "lidas",
+        **SECOND_ZOO,
+        "initial_depth": 4,
+        "grow_block": 2,
+        "grow_at": LATE_GROWTH,
+    },
+    "lidas12e": {
+        "family": "lidas",
+        **SECOND_ZOO,
+        "initial_depth": 4,
+        "grow_block": 2,
+        "alpha": 1.0,
+    },
+    # FLOP-matched: a 4-layer block run 3 times; parameter-matched: 12 layers run twice
+    "looped12": {"family": "looped", **SECOND_ZOO, "depth": 12, "loop_block": 4, "loops": 3},
+    "looped12p": {"family": "looped", **SECOND_ZOO, "depth": 24, "loop_block": 12, "loops": 2},
 }
 
 
@@ -164,7 +222,10 @@ def preset_config(preset: str, seed: int = 0, **overrides) -> FixedTrainConfig:
         raise InputError(
             f"unknown fixed-protocol preset {preset!r}; use one of {', '.join(PRESETS)}"
         )
-    return FixedTrainConfig(preset=preset, seed=seed, **{**PRESETS[preset], **overrides})
+    fields = {**PRESETS[preset], **overrides}
+    if "phases" in fields and fields["phases"] is None:
+        fields["phases"] = icl_phases()
+    return FixedTrainConfig(preset=preset, seed=seed, **fields)
 
 
 def model_name(cfg: FixedTrainConfig) -> str:
