@@ -7,9 +7,9 @@ mix, depth) and logs, every ``probe_every`` steps, the in-context probe
 (:mod:`induction.zoo.probe`: lookup and variable assignment on fresh content) beside the
 strongest induction head. The runs train into ``--runs`` (default ``runs/pilot/``, not
 committed) and resume from their checkpoints, so the pilot can span sessions; ``--summary``
-reads their logs and writes ``benchmarks/results/zoo_pilot.json`` and a figure
-(``zoo_pilot.png``): when induction heads form (first step at >= 0.4) and when the in-context
-gates pass, per run. docs/zoo.md reads the recipe off it.
+reads their logs and writes ``benchmarks/results/zoo_pilot.json``: when induction heads form
+(first step at >= 0.4) and when the in-context gates pass, per run, with every logged probe.
+docs/zoo.md reads the recipe off it.
 """
 
 from __future__ import annotations
