@@ -14,7 +14,8 @@ with or without a :class:`~ablation.hooks.HeadAblation`:
   distribution at each scored position is restricted to the item's support.
 
 Finished (task, head set) results are appended to a JSONL cache (:class:`ResultCache`), one
-flushed and fsynced line per result, so an interrupted run resumes where it stopped.
+sealed, flushed and fsynced line per result, so an interrupted run resumes where it stopped
+and a damaged line is recomputed, never served.
 """
 
 from __future__ import annotations
@@ -357,8 +358,12 @@ def _mean(values) -> float:
 class ResultCache:
     """Append-only JSONL of finished results, one line per (task fingerprint, ablation key).
 
-    Each line is written with a single ``write`` then flushed and fsynced; a torn last line
-    (a crash mid-write) is ignored on reading, so the file is always usable for resuming.
+    Each line is sealed (:func:`induction.cache_integrity.seal_record`: a ``seal`` field, the
+    SHA-256 of its key and result) and written with a single ``write``, then flushed and
+    fsynced. On reading, a torn last line (a crash mid-write) is dropped quietly; a complete
+    line whose seal does not match (or that does not parse into a result) is dropped with one
+    ``note:`` line on stderr; either way the file is rewritten without it and those results
+    are recomputed.
     """
 
     def __init__(self, path: str | Path | None):
@@ -366,14 +371,30 @@ class ResultCache:
         self.data: dict[str, EvalResult] = {}
         self.hits = 0
         if self.path is not None and self.path.is_file():
-            # A damaged line (torn, not UTF-8, wrongly typed) is a cache miss: recomputed.
-            for raw in self.path.read_bytes().splitlines():
-                try:
-                    rec = json.loads(raw.decode("utf-8"))
-                    if isinstance(rec["key"], str):
-                        self.data[rec["key"]] = EvalResult.from_json(rec["result"])
-                except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
-                    continue
+            self._load(self.path)
+
+    def _load(self, path: Path) -> None:
+        from induction.cache_integrity import note_damaged
+        from induction.io import replace_file
+
+        lines = path.read_bytes().split(b"\n")
+        torn = lines.pop()  # b"" when the file ends with a newline
+        kept, damaged = [], 0
+        for raw in lines:
+            found = _parse_line(raw)
+            if found is not None:
+                self.data[found[0]] = found[1]
+                kept.append(raw.decode("utf-8") + "\n")
+            elif raw.strip():
+                damaged += 1
+        if damaged:
+            s = "" if len(lines) == 1 else "s"
+            note_damaged(path, f"content hash mismatch on {damaged} of {len(lines)} line{s}")
+        if damaged or torn:
+            try:
+                replace_file(path, "".join(kept))
+            except OSError:  # a read-only cache: the damaged lines are skipped each time
+                pass
 
     @staticmethod
     def key(fingerprint: str, ablation_key: str) -> str:
@@ -388,12 +409,53 @@ class ResultCache:
         self.data[key] = result
         if self.path is None:
             return
+        from induction.cache_integrity import seal_record
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"key": key, "result": result.to_json()}) + "\n"
+        line = json.dumps(seal_record({"key": key, "result": result.to_json()})) + "\n"
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def _parse_line(raw: bytes) -> tuple[str, EvalResult] | None:
+    """``(key, result)`` of a resume-cache line whose seal matches, else None."""
+    from induction.cache_integrity import open_record
+
+    try:
+        rec = open_record(json.loads(raw.decode("utf-8")))
+        if rec is None or not isinstance(rec["key"], str):
+            return None
+        return rec["key"], EvalResult.from_json(rec["result"])
+    except (ValueError, KeyError, TypeError, RecursionError, AttributeError):
+        return None
+
+
+def fits(task: Task, result: EvalResult) -> bool:
+    """Whether ``result`` has the form :meth:`Engine.evaluate` gives ``task``: the task's
+    metrics, one score per item for each, each mean the mean of the finite item scores (NaN
+    only when there is none) and, for generation tasks, one answer per item. A cached result
+    that does not fit (an entry edited along with its seal) is recomputed."""
+    n = len(task.items)
+    if isinstance(task, GenTask):
+        needed = {task.metric} | ({"em"} if task.metric == "f1" else set())
+        if result.predictions is None or len(result.predictions) != n:
+            return False
+    else:
+        needed = {"tvd", "acc"}
+    if set(result.scores) != set(result.items) or not needed <= set(result.scores):
+        return False
+    for name, values in result.items.items():
+        score, mean = result.scores[name], _mean(values)
+        if len(values) != n:
+            return False
+        if np.isnan(mean) or np.isnan(score):
+            if not (np.isnan(mean) and np.isnan(score)):
+                return False
+        elif not np.isclose(score, mean, rtol=1e-9, atol=1e-12):
+            return False
+    return True
 
 
 def ablation_key(heads, mode: str, mean_over: str) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ablation.engine import ENGINE_VERSION, Engine, ResultCache, ablation_key
+from ablation.engine import ENGINE_VERSION, Engine, ResultCache, ablation_key, fits
 from ablation.hooks import HeadAblation, tie_heads
 from ablation.report import task_key
 from ablation.results import CLEAN, TARGET, TaskResults, control_label, shaped_label
@@ -85,22 +85,20 @@ def compute_scores(
     cached = None
     if cache_dir is not None:
         cached = Path(cache_dir) / f"{model_fingerprint(loaded)}.scores-{score}.csv"
-        if cached.is_file():
-            df = _read_cached_scores(cached, score)
-            if df is not None:
-                import sys
+        shape = (loaded.info.n_layers, loaded.info.n_heads)
+        df = _read_cached_scores(cached, score, shape)
+        if df is not None:
+            import sys
 
-                print(
-                    f"reusing cached {score} scores of {loaded.info.name} from {cached} "
-                    "(--no-cache recomputes)",
-                    file=sys.stderr,
-                )
-                return df
+            print(
+                f"reusing cached {score} scores of {loaded.info.name} from {cached} "
+                "(--no-cache recomputes)",
+                file=sys.stderr,
+            )
+            return df
     df = induction_scores(loaded, scores=[score], progress=progress)
     if cached is not None:
-        from induction.io import write_table
-
-        write_table(df[[c for c in ("layer", "head", score) if c in df.columns]], cached)
+        _write_cached_scores(df[[c for c in ("layer", "head", score) if c in df.columns]], cached)
     return df
 
 
@@ -114,19 +112,45 @@ def _check_controls_possible(n_target: int, pool, info) -> None:
         )
 
 
-def _read_cached_scores(path: Path, score: str) -> pd.DataFrame | None:
-    """The cached score table, or None (and the file removed) when it is damaged: not CSV,
-    not UTF-8, without the ``layer``/``head``/``score`` columns or with non-numeric cells."""
+def _read_cached_scores(
+    path: Path, score: str, shape: tuple[int, int] | None = None
+) -> pd.DataFrame | None:
+    """The cached score table, or None when there is none or it is damaged: its content hash
+    does not match (:func:`induction.cache_integrity.intact`), it is not CSV, lacks the
+    ``layer``/``head``/``score`` columns, has non-numeric cells, an all-NaN score or, with
+    ``shape`` (layers, heads), not every head exactly once. A damaged table is noted on
+    stderr and removed, so the recomputed one replaces it."""
+    from induction.cache_integrity import discard, intact, note_damaged
+
+    if not intact(path):
+        return None
     try:
         df = pd.read_csv(path)
         ok = {"layer", "head", score} <= set(df.columns) and len(df) > 0
         ok = ok and all(pd.api.types.is_numeric_dtype(df[c]) for c in ("layer", "head", score))
+        ok = ok and bool(df[score].notna().any())
+        if ok and shape is not None:
+            n_layers, n_heads = shape
+            heads = set(zip(df["layer"].tolist(), df["head"].tolist(), strict=True))
+            grid = {(la, h) for la in range(n_layers) for h in range(n_heads)}
+            ok = len(df) == len(grid) and heads == grid
     except (ValueError, UnicodeDecodeError, OSError, pd.errors.ParserError):
         ok = False
     if ok:
         return df
-    path.unlink(missing_ok=True)  # a cache of our own making: recompute it
+    note_damaged(path, "not a score table of this model")
+    discard(path)  # a cache of our own making: recompute it
     return None
+
+
+def _write_cached_scores(df: pd.DataFrame, path: Path) -> None:
+    """Write the score table atomically with its content hash."""
+    from induction.cache_integrity import seal
+    from induction.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
+        seal(path, tmp)
 
 
 def plan_heads(
@@ -142,6 +166,7 @@ def plan_heads(
     cache_dir: str | Path | None = None,
     controls_shape: str = "uniform",
     band: int | None = None,
+    log=None,
 ) -> HeadPlan:
     """The target heads and the random controls: ``n_controls`` uniform sets
     (``controls_shape`` ``uniform`` or ``both``) and ``n_controls`` sets with the target's
@@ -165,6 +190,8 @@ def plan_heads(
         if not tied and n_controls > 0:  # refuse before scoring when --frac takes every head
             _check_controls_possible(n_selected(frac, info.n_layers * info.n_heads), None, info)
         if scores is None:
+            if log:
+                log(f"ranking {info.n_layers * info.n_heads} heads by {score} score")
             scores = compute_scores(loaded, score=score, cache_dir=cache_dir)
         table = tied_scores(scores, unrolled) if tied else scores
         target = top_frac(table, frac, score)
@@ -224,9 +251,9 @@ CODE_MODULES = (
 
 
 def model_fingerprint(loaded) -> str:
-    """Content fingerprint of the model files (configs, weights, tokenizer, loop plan; a
-    GGUF's content; a model object's state dict), dtype, device type and the code of
-    :data:`CODE_MODULES` (:func:`induction.fingerprint.model_fingerprint`)."""
+    """Content fingerprint of the model files (configs, weights, tokenizer, loop plan, card,
+    duplication log; a GGUF's content; a model object's state dict), dtype, device type and
+    the code of :data:`CODE_MODULES` (:func:`induction.fingerprint.model_fingerprint`)."""
     from induction.fingerprint import model_fingerprint as fingerprint
 
     return fingerprint(loaded, CODE_MODULES, engine_version=ENGINE_VERSION)
@@ -248,25 +275,38 @@ def run_ablation(
     engine: Engine | None = None,
     cache: ResultCache | None = None,
     progress: bool = True,
+    log=None,
 ) -> RunResult:
-    """Evaluate ``tasks`` clean, with ``plan.target`` ablated and under each control."""
+    """Evaluate ``tasks`` clean, with ``plan.target`` ablated and under each control.
+    ``log`` gets the run's size before it starts and a time estimate after the first
+    evaluation (one line each)."""
     engine = engine or Engine(loaded.bridge, loaded.tokenizer)
     cache = cache or ResultCache(None)
     sets = plan.head_sets()
     results: dict[str, TaskResults] = {}
     prepared = [engine.prepare(t) for t in tasks]
-    todo = []
+    todo, misfits = [], 0
     for prep in prepared:
         results[task_key(prep.task)] = TaskResults()
         for label, heads in [(CLEAN, [])] + sets:
             hooked = plan.expand(heads)
             key = cache.key(prep.fingerprint, ablation_key(hooked, mode, mean_over))
             hit = cache.get(key)
+            if hit is not None and not fits(prep.task, hit):
+                misfits += 1
+                hit = None
             if hit is not None:
                 results[task_key(prep.task)][label] = hit
             else:
                 todo.append((prep, label, hooked, key))
-    bar = _progress(progress, sum(len(p.batches) for p, *_ in todo))
+    if misfits:
+        from induction.cache_integrity import note_damaged
+
+        s = "" if misfits == 1 else "s"
+        note_damaged(cache.path, f"{misfits} result{s} that do not fit their task")
+    n_batches = sum(len(p.batches) for p, *_ in todo)
+    bar = _progress(progress, n_batches)
+    estimate = _Estimate(log, len(todo), n_batches, len(prepared), 1 + len(sets))
     with bar as (advance, describe_task):
         for prep, label, hooked, key in todo:
             describe_task(f"{prep.task.name} [{label}]")
@@ -279,6 +319,7 @@ def run_ablation(
                 )
                 ablation = HeadAblation(hooked, mode, means, mean_over)
             res = engine.evaluate(prep, ablation, on_batch=advance)
+            estimate.done(len(prep.batches))
             res.heads = describe(hooked)
             cache.put(key, res)
             results[task_key(prep.task)][label] = res
@@ -303,6 +344,43 @@ def run_meta(loaded, plan: HeadPlan, mode, mean_over, total_s: float, forward_s:
         "engine_seconds": round(total_s, 2),
         "forward_seconds": round(forward_s, 2),
     }
+
+
+class _Estimate:
+    """The run's size up front, then an estimate from the first evaluations' pace."""
+
+    def __init__(self, log, evaluations: int, batches: int, tasks: int, head_sets: int):
+        import time
+
+        self.log, self.batches, self.seen, self.start = log, batches, 0, time.perf_counter()
+        self.said = False
+        if log and evaluations:
+            log(
+                f"size: {tasks} task instance(s) x {head_sets} head sets (clean, target, "
+                f"controls) = {evaluations} evaluations still to run, {batches} batches; "
+                "--n-items, --controls, --task or --device cuda make it smaller"
+            )
+
+    def done(self, batches: int) -> None:
+        import time
+
+        self.seen += batches
+        elapsed = time.perf_counter() - self.start
+        if self.log and not self.said and (elapsed > 5 or self.seen >= self.batches):
+            self.said = True
+            total = elapsed * self.batches / max(self.seen, 1)
+            self.log(
+                f"estimate: about {_duration(total)} in all at this pace "
+                f"({self.seen} of {self.batches} batches in {_duration(elapsed)})"
+            )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 class _progress:

@@ -4,9 +4,12 @@ Every file has the schema :data:`SCHEMA`, one row per model x head x score (mode
 such as the in-context loss have no layer and head; per-layer scores such as the depth angles
 no head). File names are ``<content16>-<settings>-<label>.parquet``: the model's content hash
 (:func:`induction.fingerprint.model_content_hash`, first 16 hex digits), the settings hash and
-a hash of the row labels (model key, checkpoint, spec, revision). Only the sweep driver
-writes, each file atomically (:func:`induction.io.atomic_path`); readers skip hidden
-temporaries. Format reference: docs/dynamics.md.
+a hash of the row labels (model key, checkpoint, spec, revision). The content hash covers
+every file of the model folder that changes a row, its ``card.json`` and
+``duplication_log.json`` included. Only the sweep driver writes, each file atomically
+(:func:`induction.io.atomic_path`) with the SHA-256 of its bytes beside it in
+``.NAME.sha256`` (:mod:`induction.cache_integrity`); readers skip hidden files, and refuse a
+file that does not match its hash. Format reference: docs/dynamics.md.
 """
 
 from __future__ import annotations
@@ -69,14 +72,16 @@ def to_table(columns: dict[str, list[Any]]):
 
 
 def write_part(folder: Path, name: str, table) -> Path:
-    """Write one dataset file atomically."""
+    """Write one dataset file atomically, its content hash first."""
     import pyarrow.parquet as pq
 
+    from induction.cache_integrity import seal
     from induction.io import atomic_path
 
     path = folder / name
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
+        seal(path, tmp)
     return path
 
 
@@ -100,6 +105,13 @@ def read_dataset(path: str | Path) -> pd.DataFrame:
         raise InputError(f"no sweep dataset at {path} (write one with `induction sweep`)")
     if not files:
         raise InputError(f"{path} holds no sweep results (write them with `induction sweep`)")
+    from induction.cache_integrity import MISMATCH, hash_path, problem
+
+    for f in files:  # a file copied without its hash is read as it is
+        if hash_path(f).is_file() and problem(f) == MISMATCH:
+            raise InputError(
+                f"{f} is damaged ({MISMATCH}); rerun the sweep that wrote it to rebuild it"
+            )
     try:
         table = pa.concat_tables([read_part(f) for f in files])
     except (OSError, pa.ArrowException) as e:

@@ -12,7 +12,8 @@ Sources (:func:`discover`): a fixed-protocol run folder (its ``checkpoints/step-
 ``revisions``, the revisions of one hub model (Pythia's ``step1000``, ...).
 
 The driver (:func:`sweep`) claims the dataset (:func:`induction.io.claim_output`: a second
-sweep into it fails at once), skips every model whose file for these settings exists, runs
+sweep into it fails at once), skips every model whose file for these settings exists and
+matches its content hash (a damaged file is noted, deleted and computed again), runs
 the rest in this process (default), in ``workers`` local processes
 (``concurrent.futures.ProcessPoolExecutor``) or as Ray tasks, and writes each model's rows as
 one file the moment they come back (:mod:`dynamics.dataset`). Workers only compute and
@@ -367,6 +368,7 @@ def sweep(
     """Score every model of ``sources`` into the dataset folder ``out`` (see the module
     docstring). ``workers > 1``: local processes; ``ray``: an address (``"local"`` starts a
     local instance). ``say`` gets one line per failed model (default: stderr)."""
+    from induction.cache_integrity import intact
     from induction.io import check_output_path, claim_output
     from induction.progress import progress as progress_reporter
 
@@ -389,12 +391,18 @@ def sweep(
         out.mkdir(parents=True, exist_ok=True)
         have: dict[tuple[str, str], Path] = {}
         names = set()
-        for p in out.iterdir():
+        labels: dict[str, list[Path]] = {}  # label hash -> files of these settings
+        for p in sorted(out.iterdir()):
             parsed = ds.parse_name(p.name)
+            if parsed and parsed[1] == shash and not intact(p):
+                continue  # damaged: noted, deleted, computed again
             if parsed:
                 have.setdefault(parsed[:2], p)
                 names.add(p.name)
+                if parsed[1] == shash:
+                    labels.setdefault(parsed[2], []).append(p)
         todo: list[tuple[SweepItem, str | None]] = []
+        current: dict[str, str] = {}  # label hash -> file name for the model's content now
         for item in items:
             chash = content_hash(item)
             if chash is None:
@@ -408,6 +416,8 @@ def sweep(
                 report.reused += 1
             else:
                 todo.append((item, chash))
+            current[item.label_hash] = name
+        _drop_stale(labels, current)
         with progress_reporter(progress) as bar:
             advance = bar.task(len(todo), "sweep")
             runner = _run_ray if ray is not None else _run_pool if workers > 1 else _run_here
@@ -427,6 +437,17 @@ def sweep(
                 advance()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _drop_stale(labels: dict[str, list[Path]], current: dict[str, str]) -> None:
+    """Delete the files of these settings whose label now names a model of other content (its
+    weights, card or duplication log changed since): one file per label, never stale rows."""
+    from induction.cache_integrity import discard
+
+    for label, name in current.items():
+        for p in labels.get(label, []):
+            if p.name != name:
+                discard(p)
 
 
 def _refuse_inside_inputs(out: Path, items: list[SweepItem]) -> None:

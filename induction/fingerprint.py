@@ -1,11 +1,14 @@
 """Content fingerprints for caches: a cache never serves results of inputs that changed.
 
 A fingerprint is a SHA-256 over everything that changes a computation: the content of every
-config, weight and tokenizer file of the model (:func:`model_content_hash`), the source code
-of the modules that compute (:func:`source_hash`), and the options. Hashing a large file once
-per run would be slow, so :func:`file_hash` remembers each file's hash in
-``<cache root>/file-hashes.json`` under its (path, size, mtime, ctime, inode); the remembered
-value is a content hash, so the key itself never depends on timestamps. See docs/safety.md.
+config, weight, tokenizer, loop-plan, card and duplication-log file of the model
+(:func:`model_content_hash`), the source code of the modules that compute
+(:func:`source_hash`), and the options. Hashing a large file once per run would be slow, so
+:func:`file_hash` remembers each file's hash in ``<cache root>/file-hashes.json`` under its
+(path, size, mtime, ctime, inode); the remembered value is a content hash, so the key itself
+never depends on timestamps. Each remembered entry is sealed
+(:func:`induction.cache_integrity.seal_record`): a damaged one is noted and the file hashed
+again. See docs/safety.md.
 
 The cache root is ``$INDUCTION_CACHE``, default ``~/.cache/induction-workbench``
 (:func:`cache_root`); every cache of the workbench lives below it, one folder per kind
@@ -33,11 +36,11 @@ CACHE_KINDS = {
 }
 HASH_INDEX = "file-hashes.json"
 
-#: Files of a checkpoint folder that change what a model computes (weights, configs,
-#: tokenizer, loop plan, remote code). ``card.json`` (training notes) and
-#: ``duplication_log.json`` (growth history) do not, and are left out.
+#: Files of a checkpoint folder that change a model's results: weights, configs, tokenizer,
+#: loop plan, remote code, and also ``card.json`` (its ``repeat_len`` sets the detectors'
+#: default sequence length, its ``steps`` a sweep's step) and ``duplication_log.json`` (the
+#: lineage rows of a sweep).
 _MODEL_SUFFIXES = (".json", ".safetensors", ".model", ".txt", ".jinja", ".py", ".tiktoken")
-_NOT_COMPUTATIONAL = {"card.json", "duplication_log.json"}
 _CHUNK = 1 << 20
 _lock = threading.Lock()
 
@@ -54,30 +57,46 @@ def _stat_key(path: Path) -> list:
 
 
 def _read_index(index: Path) -> dict:
+    """The index's entries; an index that is not a JSON object is noted and deleted."""
+    from induction.cache_integrity import discard, note_damaged
+
     try:
         data = json.loads(index.read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except OSError:  # missing or unreadable: only costs speed
         return {}
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        note_damaged(index, "not a JSON object")
+        discard(index)
+        return {}
+    return data
 
 
 def file_hash(path: str | Path) -> str:
     """SHA-256 of a file's content, remembered by (resolved path, size, mtime, ctime, inode);
-    ``ctime`` changes on every write and cannot be set back, unlike ``mtime``."""
+    ``ctime`` changes on every write and cannot be set back, unlike ``mtime``. A remembered
+    entry whose seal does not match is noted on stderr and replaced."""
+    from induction.cache_integrity import SEAL, note_damaged, open_record, seal_record
+
     path = Path(path).expanduser().resolve()
     key, stamp = str(path), _stat_key(path)
     index = cache_root() / HASH_INDEX
     with _lock:
         entry = _read_index(index).get(key)
-    if isinstance(entry, dict) and entry.get("stat") == stamp and "sha256" in entry:
-        return entry["sha256"]
+    body = open_record(entry, key)
+    if body is not None:
+        if body.get("stat") == stamp and isinstance(body.get("sha256"), str):
+            return body["sha256"]
+    elif isinstance(entry, dict) and SEAL in entry:  # (an older version's entry has no seal)
+        note_damaged(index, f"content hash mismatch in the entry of {path}")
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(_CHUNK):
             h.update(block)
     digest = h.hexdigest()
     if _stat_key(path) == stamp:  # unchanged while reading: safe to remember
-        _remember(index, key, {"stat": stamp, "sha256": digest})
+        _remember(index, key, seal_record({"stat": stamp, "sha256": digest}, key))
     return digest
 
 
@@ -95,15 +114,13 @@ def _remember(index: Path, key: str, entry: dict) -> None:
 
 
 def model_files(folder: str | Path) -> list[Path]:
-    """The files of a checkpoint folder that change what the model computes."""
+    """The files of a checkpoint folder that change the model's results (also its card and
+    duplication log)."""
     folder = Path(folder)
     return sorted(
         p
         for p in folder.iterdir()
-        if p.is_file()
-        and not p.name.startswith(".")
-        and p.suffix in _MODEL_SUFFIXES
-        and p.name not in _NOT_COMPUTATIONAL
+        if p.is_file() and not p.name.startswith(".") and p.suffix in _MODEL_SUFFIXES
     )
 
 

@@ -1,6 +1,10 @@
 """GGUF files as safetensors checkpoints: dequantized once through transformers' GGUF support
 and cached under ``<cache root>/gguf/<stem>-<content hash>-<dtype>/`` (the cache root is
 :func:`induction.fingerprint.cache_root`), so later loads read plain safetensors.
+
+Each cached folder holds the hash of its own content (:mod:`induction.cache_integrity`),
+checked before every use: a damaged copy (a changed byte, a truncated file) is noted on
+stderr, deleted and dequantized again.
 """
 
 from __future__ import annotations
@@ -46,10 +50,35 @@ def gguf_checkpoint(path: str | Path, dtype: torch.dtype = torch.float32) -> Pat
             f"reading {path.name} needs the gguf package: pip install gguf"
         ) from None
     _check_gguf(path)  # before hashing it: a bad file leaves nothing in the cache
+    from induction.cache_integrity import hash_path, intact, seal
+
     cache_dtype = dtype if dtype in (torch.bfloat16, torch.float16) else torch.float32
     folder = gguf_cache_root() / gguf_cache_key(path, cache_dtype)
-    if (folder / "complete.json").is_file():
+    if intact(folder):
         return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    tmp.chmod(0o755)
+    try:
+        _dequantize(path, cache_dtype, tmp)
+        stamp = {"source": str(path), "size": path.stat().st_size, "created": time.time()}
+        (tmp / "complete.json").write_text(json.dumps(stamp, indent=2) + "\n")
+        seal(folder, tmp)  # the hash moves in with the folder
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process finished first, or a stale unsealed folder
+            if not hash_path(folder, folder=True).is_file():
+                shutil.rmtree(folder, ignore_errors=True)
+                os.replace(tmp, folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def _dequantize(path: Path, dtype: torch.dtype, dest: Path) -> None:
+    """Dequantize the GGUF file ``path`` and save it as a safetensors checkpoint in ``dest``
+    (weights in ``dtype``, config, tokenizer)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -60,7 +89,7 @@ def gguf_checkpoint(path: str | Path, dtype: torch.dtype = torch.float32) -> Pat
             )
     except Exception as e:
         raise ModelLoadError(f"cannot dequantize {path}: {one_line(e)}") from None
-    model.to(cache_dtype)
+    model.to(dtype)
     model.config.architectures = [type(model).__name__]
     # The tensors are plain dequantized floats now; drop the GGUF quantizer marks, which make
     # save_pretrained refuse ("quantized with gguf and is not serializable").
@@ -69,24 +98,8 @@ def gguf_checkpoint(path: str | Path, dtype: torch.dtype = torch.float32) -> Pat
     model.quantization_method = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    tmp.chmod(0o755)
-    try:
-        model.save_pretrained(str(tmp), safe_serialization=True)
-        tok.save_pretrained(str(tmp))
-        stamp = {"source": str(path), "size": path.stat().st_size, "created": time.time()}
-        (tmp / "complete.json").write_text(json.dumps(stamp, indent=2) + "\n")
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process finished first, or a stale incomplete folder
-            if not (folder / "complete.json").is_file():
-                shutil.rmtree(folder, ignore_errors=True)
-                os.replace(tmp, folder)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+    model.save_pretrained(str(dest), safe_serialization=True)
+    tok.save_pretrained(str(dest))
 
 
 def _check_gguf(path: Path) -> None:

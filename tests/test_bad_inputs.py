@@ -781,8 +781,14 @@ def test_bad_input(case: Case, tmp_path, tiny_llama_dir, one_line_error):
 def test_damaged_resume_cache_lines_are_misses(cid, line, tmp_path):
     from ablation.engine import ResultCache
     from ablation.results import EvalResult
+    from induction.cache_integrity import seal_record
 
-    good = b'{"key": "ok", "result": {"scores": {"acc": 0.5}, "items": {"acc": [0.5]}}}'
+    def sealed(record: dict) -> bytes:
+        return json.dumps(seal_record(record)).encode()
+
+    if cid.startswith("C02"):  # wrongly typed even with a matching seal
+        line = sealed(json.loads(line))
+    good = sealed({"key": "ok", "result": {"scores": {"acc": 0.5}, "items": {"acc": [0.5]}}})
     path = tmp_path / "cache.jsonl"
     path.write_bytes(line + b"\n" + good + b"\n")
     cache = ResultCache(path)
@@ -801,12 +807,17 @@ def test_damaged_resume_cache_lines_are_misses(cid, line, tmp_path):
 )
 def test_damaged_cached_score_table_is_recomputed(cid, data, tmp_path):
     from ablation.run import _read_cached_scores
+    from induction.cache_integrity import seal
 
     path = tmp_path / "fp.scores-induction.csv"
     path.write_bytes(data)
+    seal(path)  # damaged content under a matching hash
     assert _read_cached_scores(path, "induction") is None
     assert not path.exists()  # removed, so the recomputed table replaces it
     path.write_text("layer,head,induction\n0,0,0.5\n")
+    assert _read_cached_scores(path, "induction") is None  # no content hash
+    path.write_text("layer,head,induction\n0,0,0.5\n")
+    seal(path)
     assert _read_cached_scores(path, "induction") is not None
 
 
