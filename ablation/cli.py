@@ -12,8 +12,8 @@ from induction.cli_options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, 
 from induction.errors import InputError
 
 SUITE_HELP = (
-    "zoo (default for zoo models), words (default otherwise), paper19, regbench, gsm8k, "
-    "or a JSONL task file."
+    "zoo19 (default for zoo models), zoo, words (default otherwise), paper19, regbench, "
+    "gsm8k, or a JSONL task file."
 )
 
 
@@ -224,12 +224,24 @@ def ablate(
 
     with claim_outputs([out, plot]):  # held for the whole run: one writer per output
         loaded = load_model(model, device=device, dtype=dtype, threads=threads)  # thread policy
-        result = run_ablate(
-            loaded,
-            config,
-            progress=not quiet,
-            log=None if quiet else (lambda msg: stderr.print(msg, markup=False, highlight=False)),
-        )
+        try:
+            result = run_ablate(
+                loaded,
+                config,
+                progress=not quiet,
+                log=None
+                if quiet
+                else (lambda m: stderr.print(m, markup=False, highlight=False, soft_wrap=True)),
+            )
+        except KeyboardInterrupt:
+            kept = (
+                "nothing is kept (--no-cache)"
+                if no_cache
+                else "finished results are kept in the resume cache; rerun the same command "
+                "to resume"
+            )
+            stderr.print(f"interrupted: no report written; {kept}", markup=False, soft_wrap=True)
+            raise typer.Exit(130) from None
         result.print(console=stdout_console())
         if out is not None:
             result.save(out)
@@ -246,7 +258,7 @@ def ablate(
             )
         if not quiet:
             for line in [*result.gate_lines(), f"verdict: {result.verdict()}"]:
-                stderr.print(line, markup=False, highlight=False)
+                stderr.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def tasks(

@@ -189,7 +189,7 @@ def ablate(
         tasks = build_tasks(cfg, suite, loaded)
     check_readable(tasks, loaded.tokenizer, suite)
     cache_path = default_cache_path(loaded) if cfg.cache else None
-    plan = plan_for(loaded, cfg, scores, cache_path)
+    plan = plan_for(loaded, cfg, scores, cache_path, log=say)
     silent = silent_targets(loaded, plan, seed=cfg.seed)
     say(plan_line(loaded, cfg, plan, f"suite {suite}", tasks))
     cache = ResultCache(cache_path)
@@ -203,6 +203,7 @@ def ablate(
         engine=engine,
         cache=cache,
         progress=progress,
+        log=log,
     )
     if silent["note"]:
         say(f"note: {silent['note']}")
@@ -292,7 +293,7 @@ def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log) -> Ablatio
     loaded = _loaded(model, device, dtype)
     backend.check_readable(suite, loaded.tokenizer)
     cache_path = default_cache_path(loaded) if cfg.cache else None
-    plan = plan_for(loaded, cfg, scores, cache_path)
+    plan = plan_for(loaded, cfg, scores, cache_path, log=say)
     label = "lm-eval " + ",".join(suite.names)
     say(plan_line(loaded, cfg, plan, label, suite.tasks))
     run = backend.run_lm_eval(
@@ -368,7 +369,7 @@ def check_readable(tasks: list[Task], tokenizer, suite: str) -> None:
         )
 
 
-def plan_for(loaded, cfg: AblationConfig, scores, cache_path) -> HeadPlan:
+def plan_for(loaded, cfg: AblationConfig, scores, cache_path, log=None) -> HeadPlan:
     """The target heads and random controls ``cfg`` asks for (:func:`ablation.run.plan_heads`);
     detector scores are cached beside the resume cache."""
     from ablation.run import plan_heads
@@ -386,6 +387,7 @@ def plan_for(loaded, cfg: AblationConfig, scores, cache_path) -> HeadPlan:
         cache_dir=None if cache_path is None else cache_path.parent,
         controls_shape=cfg.controls_shape,
         band=cfg.band,
+        log=log,
     )
 
 

@@ -180,15 +180,23 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
     comps = rep.comparisons
     rows = []
 
+    # the verdict's readout (ablation.gates.VERDICT_READOUT) where it was measured, else the
+    # task metric (the record: F1/EM)
+    models = rep.models
+    readout = "drop_cand_acc" if "drop_cand_acc" in models.columns else "drop"
+    measure = "drop[cand_acc]" if readout == "drop_cand_acc" else "drop"
+    mean_drop = models.groupby("family")[readout].mean()
+
     def drop_claim(claim: str, source: str, a: str, b: str, expect: str) -> None:
         pair = gates[gates["family"].isin([a, b])]
-        zoo = f"{a} {fams.loc[a, 'drop']:+.3f} vs {b} {fams.loc[b, 'drop']:+.3f}"
+        label = "cand_acc" if readout == "drop_cand_acc" else "F1/EM"
+        zoo = f"{label}: {a} {mean_drop[a]:+.3f} vs {b} {mean_drop[b]:+.3f}"
         if not pair["testable"].all():
             verdict, why = "untestable here", _failures(pair)
         else:
-            c = comps[(comps.family == b) & (comps.measure == "drop")]
+            c = comps[(comps.family == b) & (comps.measure == measure)]
             p = float(c["p_holm"].iloc[0]) if len(c) else math.nan
-            diff = fams.loc[b, "drop"] - fams.loc[a, "drop"]
+            diff = mean_drop[b] - mean_drop[a]
             ok = (diff > 0) == (expect == "more") and p <= ALPHA
             verdict = "agree" if ok else "disagree"
             why = f"all gates pass; difference {diff:+.3f}, Holm p {p:.2g}"

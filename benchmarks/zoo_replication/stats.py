@@ -108,8 +108,8 @@ def group_names(models: pd.DataFrame) -> list[str]:
     ]
 
 
-def controls_of(models: pd.DataFrame) -> list[list[float]]:
-    return [json.loads(s) if isinstance(s, str) else list(s) for s in models["ctrl_drops"]]
+def controls_of(models: pd.DataFrame, column: str = "ctrl_drops") -> list[list[float]]:
+    return [json.loads(s) if isinstance(s, str) else list(s) for s in models[column]]
 
 
 def add_model_stats(models: pd.DataFrame) -> pd.DataFrame:
@@ -247,16 +247,28 @@ def comparisons(models: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     b = models[models["family"] == base]
     rows = []
+    readouts = [("", "drop", "ctrl_drops")]
+    if "drop_cand_acc" in models.columns and models["drop_cand_acc"].notna().all():
+        # the verdict's readout (ablation.gates.VERDICT_READOUT), against both control shapes
+        readouts += [
+            ("[cand_acc]", "drop_cand_acc", "ctrl_drops_cand_acc"),
+            ("[cand_acc, shaped]", "drop_cand_acc", "shaped_drops_cand_acc"),
+        ]
     for fam in family_order(models["family"]):
         if fam == base:
             continue
         a = models[models["family"] == fam]
-        tests = family_comparison(
-            a["drop"].astype(float).tolist(),
-            controls_of(a),
-            b["drop"].astype(float).tolist(),
-            controls_of(b),
-        )
+        tests = {}
+        for tag, drop, ctrl in readouts:
+            found = family_comparison(
+                a[drop].astype(float).tolist(),
+                controls_of(a, ctrl),
+                b[drop].astype(float).tolist(),
+                controls_of(b, ctrl),
+            )
+            if tag == "[cand_acc, shaped]":  # the raw drop is the same as [cand_acc]'s
+                found = {k: v for k, v in found.items() if k != "drop"}
+            tests |= {f"{measure}{tag}": t for measure, t in found.items()}
         src = SOURCE["drop"].get(source_family(fam), math.nan) - SOURCE["drop"]["dense"]
         for measure, t in tests.items():
             rows.append(
@@ -273,7 +285,7 @@ def comparisons(models: pd.DataFrame) -> pd.DataFrame:
                     "n_perm": t.n_perm,
                     "exact": t.exact,
                     "min_p": min_perm_p(len(a), len(b)),
-                    "source_diff": src if measure == "drop" else math.nan,
+                    "source_diff": src if measure.startswith("drop") else math.nan,
                 }
             )
     out = pd.DataFrame(rows, columns=[c for c in cols if c != "p_holm"])

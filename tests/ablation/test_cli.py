@@ -102,13 +102,25 @@ def test_interrupted_run_leaves_no_report_and_resumes(tiny_llama_dir, tmp_path, 
             "--n-items", 4, "--controls", 1, "--controls-shape", "uniform", "--no-readouts",
             "--heads", "0.1,1.2", "--quiet", "--out", out]  # fmt: skip
     first = ablate(*args)
-    assert first.exit_code != 0 and not out.exists()
+    assert first.exit_code == 130 and not out.exists()
+    assert "interrupted: no report written" in first.stderr and "rerun" in first.stderr
     assert not list(tmp_path.glob(".r.csv*"))  # no temporary report left behind
     calls["n"] = -100
     second = ablate(*args)
     assert second.exit_code == 0, second.output
     assert calls["n"] == -100 + 3  # only the 3 unfinished evaluations ran
     assert len(pd.read_csv(out)) == 3
+
+
+def test_a_run_says_its_size_and_an_estimate_first(tiny_llama_dir):
+    result = ablate(tiny_llama_dir, "--suite", "zoo", "--task", "copy", "--n-items", 4,
+                    "--controls", 1, "--frac", 0.25)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    ranking = next(i for i, line in enumerate(lines) if line.startswith("ranking 8 heads"))
+    size = next(i for i, line in enumerate(lines) if line.startswith("size: 1 task"))
+    assert ranking < size and "4 head sets" in lines[size] and "--n-items" in lines[size]
+    assert any(line.startswith("estimate: about") for line in lines[size:])
 
 
 def test_mean_mode_explicit_heads_and_user_tasks(tiny_llama_dir, tmp_path, one_line_error):

@@ -45,7 +45,12 @@ class _Rep:
             [{"family": f, "source_family": f.rstrip("0123456789"), "drop": d,
               "src_ancestors": 2.0, "src_min": 2} for f, d in drops.items()]
         )  # fmt: skip
-        self.comparisons = pd.DataFrame([{"family": "lidas12", "measure": "drop", "p_holm": p}])
+        self.models = pd.DataFrame(
+            [{"family": f, "drop": d, "drop_cand_acc": d} for f, d in drops.items()]
+        )
+        self.comparisons = pd.DataFrame(
+            [{"family": "lidas12", "measure": "drop[cand_acc]", "p_holm": p}]
+        )
 
 
 def _gates(testable: dict) -> pd.DataFrame:
@@ -61,7 +66,8 @@ def test_claims_read_only_gated_comparisons(gates_mod):
     gates, _ = gates_mod
     rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01)
     ok = gates.claims(rep, _gates({"dense12": True, "lidas12": True})).set_index("claim")
-    assert ok.loc["top-20% ablation costs LIDAS more than dense", "verdict"] == "agree"
+    row = ok.loc["top-20% ablation costs LIDAS more than dense"]
+    assert row["verdict"] == "agree" and row["zoo"].startswith("cand_acc:")
     assert "ancestors" in ok.index[1] and ok.iloc[1]["verdict"] == "agree"
     against = gates.claims(_Rep({"dense12": 0.15, "lidas12": 0.05}, p=0.01),
                            _gates({"dense12": True, "lidas12": True}))  # fmt: skip
