@@ -322,7 +322,8 @@ def test_ablate_announces_reuse(tiny_llama_dir, tmp_path, monkeypatch):
     assert "reusing" not in first.stderr
     second = runner.invoke(app, args)
     assert second.exit_code == 0, second.output
-    assert "reusing 3 cached result(s)" in second.stderr  # clean, ablated, one control
+    # clean, ablated, one uniform and one layer-shaped control
+    assert "reusing 4 cached result(s)" in second.stderr
 
 
 def test_zoo_train_refuses_before_training(tmp_path, one_line_error):
