@@ -25,11 +25,17 @@ sys.path.insert(0, str(ROOT))
 from induction.io import write_json  # noqa: E402
 from induction.zoo import corpus as C  # noqa: E402
 from induction.zoo.probe import LOOKUP_MIN, VARASSIGN_MIN  # noqa: E402
-from zoo.protocol import TRAIN_CONFIG, TRAIN_LOG, FixedTrainConfig, train_fixed  # noqa: E402
+from zoo.protocol import (  # noqa: E402
+    TRAIN_CONFIG,
+    TRAIN_LOG,
+    FixedTrainConfig,
+    icl_phases,  # the recipe the pilot chose (d8-rec: the candidate, before it was fixed)
+    train_fixed,
+)
 
 #: More in-context data after the warm-up: lookup and variable assignment up, copies down;
 #: facts stay (closed-book QA needs them).
-ICL_MIX = {
+EARLY_ICL_MIX = {
     "copy": 0.25,
     "lookup": 0.3,
     "varassign": 0.2,
@@ -39,31 +45,10 @@ ICL_MIX = {
 }
 
 
-def icl_phases() -> list[dict]:
+def early_icl_phases() -> list[dict]:
     return [
         {"at": 0.0, "mix": dict(C.MIX_V2) | {"copy": 0.6}, "seq_len": 96, "max_span": 18},
-        {"at": 0.15, "mix": dict(ICL_MIX), "seq_len": 96, "max_span": 40},
-    ]
-
-
-#: The candidate recipe: the first zoo's copy-heavy warm-up for a quarter of the steps (heads
-#: form there), then a mix with more in-context data than MIX_V2.
-REC_MIX = {
-    "copy": 0.3,
-    "lookup": 0.25,
-    "varassign": 0.15,
-    "regbench": 0.1,
-    "bigram": 0.05,
-    "facts": 0.15,
-}
-
-
-def rec_phases() -> list[dict]:
-    from zoo.protocol import WARMUP_MIX
-
-    return [
-        {"at": 0.0, "mix": dict(WARMUP_MIX), "seq_len": 96, "max_span": 18},
-        {"at": 0.25, "mix": dict(REC_MIX), "seq_len": 96, "max_span": 40},
+        {"at": 0.15, "mix": dict(EARLY_ICL_MIX), "seq_len": 96, "max_span": 40},
     ]
 
 
@@ -72,13 +57,13 @@ BASE = {"family": "dense", "steps": 2000, "probe_every": 250, "first_checkpoint"
 RUNS: dict[str, dict] = {
     "d4-base": {"depth": 4},
     "d4-lr3": {"depth": 4, "lr": 3e-3, "warmup": 100},
-    "d4-icl": {"depth": 4, "lr": 3e-3, "warmup": 100, "phases": icl_phases()},
-    "d8-icl": {"depth": 8, "lr": 3e-3, "warmup": 100, "phases": icl_phases()},
+    "d4-icl": {"depth": 4, "lr": 3e-3, "warmup": 100, "phases": early_icl_phases()},
+    "d8-icl": {"depth": 8, "lr": 3e-3, "warmup": 100, "phases": early_icl_phases()},
     # heads of 16 dims (4 per layer) instead of 8 x 8: RoPE gives an 8-dim head 4 rotation
     # frequencies to match positions with
-    "d4-h4": {"depth": 4, "n_heads": 4, "lr": 3e-3, "warmup": 100, "phases": icl_phases()},
+    "d4-h4": {"depth": 4, "n_heads": 4, "lr": 3e-3, "warmup": 100, "phases": early_icl_phases()},
     # the candidate recipe at the depth the first zoo learnt lookup at, for longer
-    "d8-rec": {"depth": 8, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": rec_phases()},
+    "d8-rec": {"depth": 8, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": icl_phases()},
 }
 
 

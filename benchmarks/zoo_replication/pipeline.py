@@ -148,32 +148,23 @@ def replicate(
             f"{r['src_heads']} of top {r['src_top']} from {r['src_ancestors']} ancestors; {how}"
         )
 
-    if record:
+    if record or stored_only:  # measure nothing: read what the store holds
+        flag = "--record" if record else "--stored-only"
         if store is None:
-            raise InputError("--record reads the stored measurements; drop --no-store")
+            raise InputError(f"{flag} reads the stored measurements; drop --no-store")
         for ref in refs:
-            hit = store.get_record(ref.name)
-            if hit is None:
-                if log:
-                    log(f"{ref.name}: no stored measurement with these settings (--record)")
+            if record:
+                hit = store.get_record(ref.name)
             else:
+                hit = measure_model(ref, settings, store, code=code, stored_only=True)
+            if hit is not None:
                 report(ref, hit)
+            elif log:
+                missing = "no stored measurement" if record else "not measured"
+                log(f"{ref.name}: {missing} with these settings yet ({flag})")
         refs = [ref for ref in refs if ref.name in measured]
         if not refs:
-            raise InputError("no stored measurements for these settings; run without --record")
-    elif stored_only:
-        if store is None:
-            raise InputError("--stored-only reads the stored measurements; drop --no-store")
-        for ref in refs:
-            hit = measure_model(ref, settings, store, code=code, stored_only=True)
-            if hit is None:
-                if log:
-                    log(f"{ref.name}: not measured with these settings yet (--stored-only)")
-            else:
-                report(ref, hit)
-        refs = [ref for ref in refs if ref.name in measured]
-        if not refs:
-            raise InputError("no stored measurements for these settings; run without --stored-only")
+            raise InputError(f"no stored measurements for these settings; run without {flag}")
     elif jobs > 1 and len(refs) > 1:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
