@@ -8,6 +8,7 @@ on the zoo, split along its seams:
 - :mod:`.stats`: across models and seeds, with :mod:`ablation.stats` only;
 - :mod:`.report`: tables and the verdict; :mod:`.figures`: the plotly figure;
 - :mod:`.store`: each model's measurement kept on disk and reused while its inputs hold;
+- :mod:`.gates`: the validity gates per model and the verdict per source claim;
 - :mod:`.results`: outputs, ``--from-results`` and the ``docs/results.md`` block;
 - :mod:`.cli`: ``python benchmarks/replication.py`` (a thin file that calls :func:`main`).
 """
@@ -15,6 +16,7 @@ on the zoo, split along its seams:
 from .cli import main
 from .config import DEFAULT_OUT, GROUPS, SOURCE, SOURCE_FAMILIES, SOURCE_LABEL, Settings
 from .figures import figure
+from .gates import claims, claims_markdown, gate_markdown, gate_table
 from .measure import Measured, ancestor_counts, measure, source_headline
 from .models import FAMILIES, SOURCE_FAMILY, ModelRef, discover, source_family
 from .pipeline import Replication, measure_model, replicate
@@ -26,6 +28,7 @@ from .results import (
     SUMMARY_START,
     load_results,
     readme_block,
+    record_settings,
     summary_block,
     update_readme,
     update_summary,
@@ -82,4 +85,9 @@ __all__ = [
     "update_summary",
     "verdict",
     "write_outputs",
+    "claims",
+    "claims_markdown",
+    "gate_markdown",
+    "gate_table",
+    "record_settings",
 ]

@@ -21,6 +21,7 @@ from .results import (
     check_block,
     figure_link,
     load_results,
+    record_settings,
     update_readme,
     update_summary,
     write_outputs,
@@ -192,14 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = None if args.no_store else MeasurementStore(Path(args.out_dir) / "models")
     settings = settings_from(args)
     if args.record:  # the settings the record was measured with, as its report states them
-        previous = Path(args.out_dir) / "replication.json"
-        if previous.is_file():
-            import json
-
-            stored = json.loads(previous.read_text())["settings"]
-            # fields the measuring code did not have yet: what it did instead
-            before = {"controls_shape": "uniform", "readouts": False, "extra_fracs": ()}
-            settings = Settings.from_dict({**before, **stored})
+        settings = record_settings(args.out_dir, settings)
     try:
         rep = replicate(
             refs,

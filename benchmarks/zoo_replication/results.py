@@ -81,6 +81,19 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
+def record_settings(out_dir: str | Path, fallback: Settings | None = None) -> Settings:
+    """The settings a record (``--record``) was measured with, read from its
+    ``replication.json``; fields the measuring code did not have yet take what it did
+    instead (uniform controls, no readouts, no further fractions). ``fallback`` (default
+    :class:`Settings`) when there is no such file."""
+    path = Path(out_dir) / "replication.json"
+    if not path.is_file():
+        return fallback or Settings()
+    stored = json.loads(path.read_text())["settings"]
+    before = {"controls_shape": "uniform", "readouts": False, "extra_fracs": ()}
+    return Settings.from_dict({**before, **stored})
+
+
 def load_results(out_dir: str | Path = DEFAULT_OUT) -> Replication | None:
     """The last written replication (``replication.json``), or None. Family rows and the
     tests across seeds are recomputed from the per-model rows."""
