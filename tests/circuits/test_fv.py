@@ -1,0 +1,63 @@
+"""Function-vector scores (circuits.fv): batched patching equals a plain loop; a head that
+writes nothing has no effect; the prompts shuffle labels and never show the query."""
+
+import pytest
+import torch
+
+from ablation.tasks.base import Example
+from circuits import fv
+from induction.loading import load_model
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_llama_dir):
+    torch.set_num_threads(1)
+    return load_model(str(tiny_llama_dir))
+
+
+def _examples(n=12):
+    return [Example(prompt=f"w{i} :", golds=(f"w{i + 40}",), demo="") for i in range(n)]
+
+
+def test_prompts_shuffle_labels_and_hold_out_the_query():
+    prompts = fv.fv_prompts(_examples(), n_prompts=20, shots=4, seed=3)
+    assert prompts == fv.fv_prompts(_examples(), n_prompts=20, shots=4, seed=3)
+    for p in prompts:
+        clean_pairs = [s for s in p.clean.split("\n\n")[:-1]]
+        shuffled = [s for s in p.corrupted.split("\n\n")[:-1]]
+        assert len(clean_pairs) == 4 and all(
+            a.split(":")[0] == b.split(":")[0] and a != b
+            for a, b in zip(clean_pairs, shuffled, strict=True)
+        )  # same inputs, every label moved
+        query = p.clean.split("\n\n")[-1]
+        assert query not in clean_pairs and p.corrupted.endswith(query)
+        assert p.answer == f"w{int(query.split()[0][1:]) + 40}"
+    with pytest.raises(Exception, match="--shots"):
+        fv.fv_prompts(_examples(3), n_prompts=1, shots=4, seed=0)
+
+
+def test_batched_equals_loop_and_a_silent_head_has_no_effect(tiny):
+    prompts = fv.fv_prompts(_examples(), n_prompts=6, shots=3, seed=0)
+    tok = tiny.tokenizer
+    answers = [p.answer for p in prompts]
+    clean = fv.encode(tok, [p.clean for p in prompts], answers, "cpu")
+    corrupted = fv.encode(tok, [p.corrupted for p in prompts], answers, "cpu")
+    means = fv.mean_activations(tiny, clean)
+    heads = [(la, h) for la in range(2) for h in range(4)]
+    looped = fv.cie_loop(tiny, corrupted, means, heads)
+    batched = fv.cie_batched(tiny, corrupted, means, heads, max_rows=13)  # uneven chunks
+    torch.testing.assert_close(batched, looped, atol=1e-6, rtol=1e-5)
+    assert looped.abs().max() > 0  # patching moves the answer's probability somewhere
+
+    # head (1, 2) writes nothing: its slice of o_proj is zero, so patching it changes nothing
+    o_proj = tiny.hf_model.model.layers[1].self_attn.o_proj
+    d_head = o_proj.weight.shape[1] // 4
+    saved = o_proj.weight.detach().clone()
+    try:
+        with torch.no_grad():
+            o_proj.weight[:, 2 * d_head : 3 * d_head] = 0
+        silent = fv.cie_batched(tiny, corrupted, fv.mean_activations(tiny, clean), [(1, 2)])
+        assert silent.abs().max() < 1e-7
+    finally:
+        with torch.no_grad():
+            o_proj.weight.copy_(saved)
