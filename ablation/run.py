@@ -8,8 +8,11 @@ raw results that :mod:`ablation.report` turns into the per-task table.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -69,6 +72,17 @@ class RunResult:
     cached: int = 0  # results reused from the resume cache
 
 
+#: Head scores beyond the detector's (``induction.scores.SCORES``), by name: a function of
+#: the loaded model returning a table with ``layer``, ``head`` and the score column. Packages
+#: above this one register theirs (``circuits.fv`` registers ``fv``), so ``--score fv`` and
+#: ``--exclude fv:0.02`` work without this package importing them.
+SCORE_PROVIDERS: dict[str, Callable[[Any], pd.DataFrame]] = {}
+
+
+def register_score(name: str, provider: Callable[[Any], pd.DataFrame]) -> None:
+    SCORE_PROVIDERS[name] = provider
+
+
 def compute_scores(
     loaded,
     score: str = "induction",
@@ -80,8 +94,10 @@ def compute_scores(
     cache so a resumed run ranks heads identically without rescoring."""
     from induction.scores import SCORES, induction_scores
 
-    if score not in SCORES:
-        raise InputError(f"unknown score {score!r}; available: {', '.join(SCORES)}")
+    if score not in SCORES and score not in SCORE_PROVIDERS:
+        hint = " (import circuits.fv to register it)" if score == "fv" else ""
+        known = ", ".join([*SCORES, *SCORE_PROVIDERS])
+        raise InputError(f"unknown score {score!r}{hint}; available: {known}")
     cached = None
     if cache_dir is not None:
         cached = Path(cache_dir) / f"{model_fingerprint(loaded)}.scores-{score}.csv"
@@ -96,7 +112,10 @@ def compute_scores(
                 file=sys.stderr,
             )
             return df
-    df = induction_scores(loaded, scores=[score], progress=progress)
+    if score in SCORE_PROVIDERS:
+        df = SCORE_PROVIDERS[score](loaded)
+    else:
+        df = induction_scores(loaded, scores=[score], progress=progress)
     if cached is not None:
         _write_cached_scores(df[[c for c in ("layer", "head", score) if c in df.columns]], cached)
     return df
@@ -167,10 +186,15 @@ def plan_heads(
     controls_shape: str = "uniform",
     band: int | None = None,
     log=None,
+    exclude: tuple[str, float] | None = None,
 ) -> HeadPlan:
     """The target heads and the random controls: ``n_controls`` uniform sets
     (``controls_shape`` ``uniform`` or ``both``) and ``n_controls`` sets with the target's
-    layer profile (``layer`` or ``both``; :func:`ablation.selection.shaped_controls`)."""
+    layer profile (``layer`` or ``both``; :func:`ablation.selection.shaped_controls`).
+
+    ``exclude=(score, frac)``: leave the top ``frac`` heads by another score out of the target
+    and of every control (Yin and Steinhardt 2025's exclusion: rank by FV score without the top
+    induction heads, or the reverse); the target keeps ``ceil(frac x all heads)`` heads."""
     info = loaded.info
     if n_controls < 0:
         raise InputError(f"--controls must be >= 0, got {n_controls}")
@@ -181,6 +205,8 @@ def plan_heads(
             raise InputError("--tied needs a looped model (one with a loop plan); drop --tied")
         unrolled = list(plan.unrolled_layers)
     pool = None
+    if heads is not None and exclude is not None:
+        raise InputError("--exclude applies to --frac selection; drop --heads or --exclude")
     if heads is not None:  # an empty --heads is an error, not a silent fall-back to --frac
         target = parse_heads(heads, info.n_layers, info.n_heads)
         selection = f"explicit ({len(target)} heads)"
@@ -194,11 +220,40 @@ def plan_heads(
                 log(f"ranking {info.n_layers * info.n_heads} heads by {score} score")
             scores = compute_scores(loaded, score=score, cache_dir=cache_dir)
         table = tied_scores(scores, unrolled) if tied else scores
-        target = top_frac(table, frac, score)
-        selection = f"top {frac:g} by {score} ({len(target)} of {len(table)} heads)"
+        excluded: list = []
+        if exclude is not None:
+            ex_score, ex_frac = exclude
+            if ex_score not in table.columns:
+                extra = compute_scores(loaded, score=ex_score, cache_dir=cache_dir)
+                extra = tied_scores(extra, unrolled) if tied else extra
+                table = table.merge(extra[["layer", "head", ex_score]], on=["layer", "head"])
+            excluded = top_frac(table, ex_frac, ex_score)
+            keep = ~table.set_index(["layer", "head"]).index.isin(excluded)
+            k = n_selected(frac, len(table))  # a share of all heads, as without exclusion
+            if score not in table.columns:
+                raise InputError(f"unknown score column {score!r}")
+            target = sorted(
+                table[keep]
+                .assign(_s=table[keep][score].fillna(-math.inf))
+                .sort_values(["_s", "layer", "head"], ascending=[False, True, True])
+                .head(k)[["layer", "head"]]
+                .itertuples(index=False, name=None)
+            )
+            selection = (
+                f"top {frac:g} by {score} ({len(target)} of {len(table)} heads), excluding the "
+                f"top {ex_frac:g} by {ex_score} ({len(excluded)} heads)"
+            )
+        else:
+            target = top_frac(table, frac, score)
+            selection = f"top {frac:g} by {score} ({len(target)} of {len(table)} heads)"
     if tied:
         firsts = sorted({_first_pass(unrolled, i) for i in range(len(unrolled))})
         pool = [(la, h) for la in firsts for h in range(info.n_heads)]
+    if heads is None and exclude is not None and excluded:
+        universe = pool if pool is not None else [
+            (la, h) for la in range(info.n_layers) for h in range(info.n_heads)
+        ]  # fmt: skip
+        pool = [h for h in universe if h not in set(excluded)]  # controls from the same pool
     if n_controls > 0:
         _check_controls_possible(len(target), pool, info)
     controls = random_controls(

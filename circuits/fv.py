@@ -321,3 +321,18 @@ def fv_scores(
     settings = {"suite": suite, "tasks": names, "n_tasks": len(names), "n_prompts": n_prompts,
                 "shots": shots, "seeds": seeds}  # fmt: skip
     return FVResult(model=info.name, table=table, settings=settings)
+
+
+def _fv_table(loaded) -> pd.DataFrame:
+    """The ``fv`` score for ``induction ablate --score fv`` / ``--exclude fv:FRAC`` (the
+    defaults of :func:`fv_scores`)."""
+    return fv_scores(loaded).table[["layer", "head", "fv"]]
+
+
+def _register() -> None:
+    from ablation.run import register_score
+
+    register_score("fv", _fv_table)
+
+
+_register()

@@ -48,6 +48,8 @@ def test_bad_suite_shots_data_heads_mode(tmp_path, tiny_llama_dir, one_line_erro
     one_line_error(ablate(tiny_llama_dir, "--mode", "half"), "--mode")
     one_line_error(ablate(tiny_llama_dir, "--out", tmp_path / "r.txt"), ".csv")
     one_line_error(ablate(tiny_llama_dir, "--tied"), "looped")
+    one_line_error(ablate(tiny_llama_dir, "--exclude", "induction"), "--exclude must be SCORE:FRAC")
+    one_line_error(ablate(tiny_llama_dir, "--exclude", "fv:0.02", "--heads", "0.1"), "--exclude")
 
 
 def test_end_to_end_report_files_and_resume(tiny_llama_dir, tmp_path, monkeypatch):

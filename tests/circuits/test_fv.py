@@ -61,3 +61,29 @@ def test_batched_equals_loop_and_a_silent_head_has_no_effect(tiny):
     finally:
         with torch.no_grad():
             o_proj.weight.copy_(saved)
+
+
+def test_exclusion_ablation_keeps_the_excluded_heads_out_of_target_and_controls(tiny):
+    """--score fv --exclude induction:FRAC: the top induction heads are neither ablated nor in
+    any control; the target keeps ceil(frac x all heads) heads."""
+    import pandas as pd
+
+    from ablation.run import plan_heads
+
+    heads = [(la, h) for la in range(2) for h in range(4)]
+    table = pd.DataFrame(
+        [{"layer": la, "head": h, "fv": float(8 - i), "induction": float(i)}
+         for i, (la, h) in enumerate(heads)]
+    )  # fmt: skip
+    plan = plan_heads(tiny, frac=0.25, score="fv", scores=table, n_controls=5,
+                      controls_shape="both", exclude=("induction", 0.25))  # fmt: skip
+    excluded = {(1, 2), (1, 3)}  # the two highest induction scores
+    assert plan.target == [(0, 0), (0, 1)] and "excluding the top 0.25 by induction" in (
+        plan.selection
+    )
+    for control in plan.controls + plan.shaped:
+        assert len(control) == 2 and not set(control) & (excluded | set(plan.target))
+    # without exclusion the top FV heads are the same here, but the controls may use (1, 2)
+    free = plan_heads(tiny, frac=0.25, score="fv", scores=table, n_controls=20)
+    assert any(set(c) & excluded for c in free.controls)
+    assert "fv" in __import__("ablation.run", fromlist=["x"]).SCORE_PROVIDERS
