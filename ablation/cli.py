@@ -57,6 +57,14 @@ def ablate(
             "--band", help="Layer-shaped controls: layers either side (default n_layers/8)."
         ),
     ] = None,
+    exclude: Annotated[
+        str | None,
+        typer.Option(
+            "--exclude",
+            help="SCORE:FRAC, e.g. induction:0.02 or fv:0.02: leave the top FRAC heads by "
+            "another score out of the target and of every control (exclusion ablation).",
+        ),
+    ] = None,
     readouts: Annotated[
         bool,
         typer.Option(
@@ -153,6 +161,14 @@ def ablate(
             "--lm-eval-include", help="Folder of local lm-eval task configs, searched first."
         ),
     ] = None,
+    trust_remote_code: Annotated[
+        bool,
+        typer.Option(
+            "--trust-remote-code",
+            help="Allow a checkpoint's own Python code, and lm-eval task configs' code "
+            "(!function imports, HF evaluate metrics, templates outside the sandbox), to run.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Ablate the top --frac heads by induction score and report few-shot drops per task
@@ -162,9 +178,21 @@ def ablate(
 
     check_output_path(out, TABLE_SUFFIXES, "--out")
     check_output_path(plot, (".html", ".htm"), "--plot")
+    task_yamls = [
+        Path(n.strip())
+        for value in lm_eval or []
+        for n in value.split(",")
+        if Path(n.strip()).suffix in (".yaml", ".yml") and Path(n.strip()).is_file()
+    ]
     prepare_outputs(
         {"--out": out, "--plot": plot},
-        [*model_inputs(model), suite if suite and Path(suite).is_file() else None, data_dir],
+        [
+            *model_inputs(model),
+            suite if suite and Path(suite).is_file() else None,
+            data_dir,
+            lm_eval_include,
+            *task_yamls,
+        ],
     )
 
     if threads is not None and threads < 1:
@@ -181,6 +209,7 @@ def ablate(
         controls_shape=controls_shape,
         band=band,
         readouts=readouts,
+        exclude=exclude,
         match_layers=match_layers,
         tied=tied,
         shots=shots,
@@ -194,11 +223,19 @@ def ablate(
         cache=not no_cache,
         lm_eval=tuple(lm_eval) if lm_eval else None,
         lm_eval_include=lm_eval_include,
+        trust_remote_code=trust_remote_code,
     )
     if lm_eval:
-        from ablation.lm_eval_backend import require_lm_eval
+        from ablation.lm_eval_backend import require_lm_eval, task_inputs
+        from ablation.pipeline import run_inputs
+        from induction.io import check_outputs
 
         require_lm_eval()
+        # the task configs, their include chains and data files; code in them is refused here
+        check_outputs(
+            {"--out": out, "--plot": plot},
+            run_inputs(model, config, lm_eval_inputs=task_inputs(config)),
+        )
     for path, flag in ((out, "--out"), (plot, "--plot")):
         if path is not None and path.is_dir():
             raise InputError(f"{flag} {path} is a folder; pass a file path")
@@ -223,7 +260,9 @@ def ablate(
     from induction.loading import load_model
 
     with claim_outputs([out, plot]):  # held for the whole run: one writer per output
-        loaded = load_model(model, device=device, dtype=dtype, threads=threads)  # thread policy
+        loaded = load_model(  # thread policy
+            model, device=device, dtype=dtype, threads=threads, trust_remote_code=trust_remote_code
+        )
         try:
             result = run_ablate(
                 loaded,

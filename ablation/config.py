@@ -3,6 +3,7 @@ benchmarks alike (:func:`ablation.ablate` takes an :class:`AblationConfig`)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
@@ -37,7 +38,9 @@ class AblationConfig:
     ``lm_eval`` (lm-evaluation-harness task, group or tag names, or task YAML paths) runs
     those tasks instead of a suite, looking in the ``lm_eval_include`` folder of task configs
     first (``docs/lm-eval.md``); ``n_items`` is then the harness's ``limit`` and ``shots`` its
-    ``num_fewshot``.
+    ``num_fewshot``. ``trust_remote_code`` lets those task configs run code (``!function``
+    imports, HF ``evaluate`` metric scripts, templates outside jinja2's sandbox; see
+    ``docs/safety.md``); without it such a config is refused before any is loaded.
     """
 
     frac: float = 0.2
@@ -51,6 +54,8 @@ class AblationConfig:
     controls_shape: str = "both"
     band: int | None = None  # layer-shaped controls: layers either side (None: n_layers / 8)
     readouts: bool = True  # generation tasks: also logprob and cand_acc (ablation.readout)
+    # "fv:0.02": leave the top 2% heads by another score out of the target and the controls
+    exclude: str | None = None
     match_layers: bool = False
     tied: bool = False
     shots: int | None = None
@@ -64,6 +69,7 @@ class AblationConfig:
     cache: bool = True
     lm_eval: tuple[str, ...] | None = None
     lm_eval_include: Path | None = None
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.lm_eval, str | list | tuple):  # "a,b", ["a", "b"]: ("a", "b")
@@ -87,6 +93,8 @@ class AblationConfig:
             raise InputError(
                 f"--controls-shape must be uniform, layer or both, got {self.controls_shape!r}"
             )
+        if self.exclude is not None:
+            self.exclusion()  # validates
         if self.band is not None and (not isinstance(self.band, int) or self.band < 0):
             raise InputError(f"--band must be an integer >= 0, got {self.band!r}")
         if self.mean_over not in MEAN_OVER:
@@ -113,6 +121,26 @@ class AblationConfig:
                 raise InputError("--suite and --lm-eval exclude each other; drop one")
         elif self.lm_eval_include is not None:
             raise InputError("--lm-eval-include needs --lm-eval TASKS")
+        if not isinstance(self.trust_remote_code, bool):
+            raise InputError(
+                f"trust_remote_code must be True or False, got {self.trust_remote_code!r}"
+            )
+
+    def exclusion(self) -> tuple[str, float] | None:
+        """``exclude`` parsed: ``(score, frac)``, or None."""
+        if self.exclude is None:
+            return None
+        name, _, value = str(self.exclude).partition(":")
+        try:
+            frac = float(value)
+        except ValueError:
+            frac = math.nan
+        if not name or not (0 < frac < 1):
+            raise InputError(
+                f"--exclude must be SCORE:FRAC with FRAC in (0, 1), e.g. induction:0.02; "
+                f"got {self.exclude!r}"
+            )
+        return name, frac
 
     def with_(self, **changes) -> AblationConfig:
         """A copy with ``changes`` applied (validated)."""
@@ -127,6 +155,8 @@ class AblationConfig:
         d["tasks"] = None if self.tasks is None else list(self.tasks)
         d["lm_eval"] = None if self.lm_eval is None else list(self.lm_eval)
         d["lm_eval_include"] = None if self.lm_eval_include is None else str(self.lm_eval_include)
+        if not self.trust_remote_code:  # a permission, not a setting: keys stay as they were
+            del d["trust_remote_code"]
         return d
 
 

@@ -12,6 +12,14 @@ makes the same table. Each task's score is the harness's aggregate; the per-item
 logs (``log_samples``) give ``drop_se`` where they are numbers. Results go to the same resume
 cache as the engine's. See ``docs/lm-eval.md``.
 
+Task configs from an ``--lm-eval-include`` folder or given by path are inputs and may carry
+code: :func:`task_inputs` lists every file and folder they read (the YAMLs, their
+``include`` chain, their data files) for :func:`induction.io.check_outputs`, and refuses,
+unless ``trust_remote_code``, a ``!function`` tag (the harness imports that Python file) or a
+metric the harness would load from HF ``evaluate`` (a Python script). Their Jinja templates
+render in a sandbox (:func:`_sandbox`) unless ``trust_remote_code``. The harness's own task
+configs are installed code and trusted as such.
+
 ``lm_eval`` is an optional dependency (``pip install 'induction-workbench[lm-eval]'``),
 imported only here and in :mod:`ablation.lm_eval_model`.
 """
@@ -24,6 +32,8 @@ import importlib
 import json
 import logging
 import math
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +46,9 @@ INSTALL_HINT = "pip install 'induction-workbench[lm-eval]' (or: pip install lm-e
 BACKEND_VERSION = 1
 #: Share of unknown tokens above which a task is refused as unreadable for the model.
 MAX_UNKNOWN_SHARE = 0.5
+#: What lets task configs run code (their ``!function`` imports, HF ``evaluate`` metric
+#: scripts, templates outside the sandbox).
+TRUST_HINT = "rerun with --trust-remote-code if you trust it"
 LOCAL_CONFIG_HINT = (
     "offline, give it a local task config (dataset_path: json, dataset_kwargs: "
     "{data_files: ...}) in a folder passed with --lm-eval-include; see docs/lm-eval.md"
@@ -92,10 +105,42 @@ class LmEvalSuite:
     tasks: list[LmEvalTask]
     limit: int | None
     shots: int | None
+    inputs: list[Path] = field(default_factory=list)  # files and folders the tasks read
+    trusted: bool = False  # cfg.trust_remote_code: templates render outside the sandbox
 
 
 def prepare(cfg) -> LmEvalSuite:
-    """Resolve and load ``cfg.lm_eval`` (names, tags, groups or YAML paths) offline-safely."""
+    """Resolve and load ``cfg.lm_eval`` (names, tags, groups or YAML paths) offline-safely.
+
+    Task configs that would run code are refused first (:func:`task_inputs`), before the
+    harness loads any of them."""
+    names, include = _request(cfg)
+    trusted = bool(getattr(cfg, "trust_remote_code", False))
+    with _quiet():
+        tm = _task_manager(names, include)
+        inputs = _check_sources(tm, names, include, trusted)
+        with _sandbox(trusted):
+            task_dict = _load_tasks(tm, names)
+            tasks = _describe(task_dict, cfg)
+    return LmEvalSuite(
+        names, task_dict, tasks, cfg.n_items, cfg.shots, inputs=inputs, trusted=trusted
+    )
+
+
+def task_inputs(cfg) -> list[Path]:
+    """The files and folders the ``cfg.lm_eval`` tasks read: the ``--lm-eval-include``
+    folder, each task YAML outside the harness's package with its ``include`` chain, and
+    their data files (``dataset_kwargs`` ``data_files``/``data_dir``, a local
+    ``dataset_path``), for :func:`induction.io.check_outputs`. Like :func:`prepare`, refuses
+    (one-line :class:`InputError`) a config that would run code without
+    ``cfg.trust_remote_code``; loads no task."""
+    names, include = _request(cfg)
+    with _quiet():
+        tm = _task_manager(names, include)
+        return _check_sources(tm, names, include, bool(getattr(cfg, "trust_remote_code", False)))
+
+
+def _request(cfg) -> tuple[list[str], Path | None]:
     require_lm_eval()
     names = [n.strip() for n in cfg.lm_eval if n and n.strip()]
     if not names:
@@ -103,14 +148,39 @@ def prepare(cfg) -> LmEvalSuite:
     include = cfg.lm_eval_include
     if include is not None and not Path(include).is_dir():
         raise InputError(f"--lm-eval-include {include} is not a folder of task configs")
-    with _quiet():
-        tm = _task_manager(names, include)
-        task_dict = _load_tasks(tm, names)
-        tasks = _describe(task_dict, cfg)
-    return LmEvalSuite(names, task_dict, tasks, cfg.n_items, cfg.shots)
+    return names, None if include is None else Path(include)
+
+
+_TM_CACHE: dict = {}  # the last TaskManager: task_inputs then prepare index once
 
 
 def _task_manager(names: list[str], include):
+    """:func:`_new_task_manager`, reused while the names, the include folder and its YAML
+    files (paths, sizes, mtimes) are unchanged: the CLI's input check and the run share one
+    index."""
+    key = (tuple(names), _folder_state(include), _folder_state(None, names))
+    tm = _TM_CACHE.get(key)
+    if tm is None:
+        tm = _new_task_manager(names, include)
+        _TM_CACHE.clear()
+        _TM_CACHE[key] = tm
+    return tm
+
+
+def _folder_state(include, names=()) -> tuple:
+    files = sorted(Path(include).resolve().glob("**/*.yaml")) if include is not None else []
+    files += [Path(n).resolve() for n in names if Path(n).suffix in (".yaml", ".yml")]
+    state = []
+    for f in files:
+        try:
+            st = f.stat()
+            state.append((str(f), st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            state.append((str(f), None))
+    return (None if include is None else str(Path(include).resolve()), tuple(state))
+
+
+def _new_task_manager(names: list[str], include):
     from lm_eval.tasks import TaskManager
 
     def is_yaml(name: str) -> bool:
@@ -145,6 +215,8 @@ def _load_tasks(tm, names: list[str]) -> dict:
         except InputError:
             raise
         except Exception as e:  # datasets/hub errors come in many types
+            if _is_sandbox_error(e):
+                raise _sandbox_refusal(name, e) from None
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
             raise InputError(
                 f"lm-eval task {name!r} could not load its dataset ({type(e).__name__}: "
@@ -189,6 +261,277 @@ def _entry_folder(path: Path, cfg) -> Path | None:
     if rel and all((folder / f).exists() for f in rel) and not all(Path(f).exists() for f in rel):
         return folder
     return None
+
+
+# ---------------------------------------------------------------- config files: inputs, code
+
+
+def _check_sources(tm, names: list[str], include: Path | None, trusted: bool) -> list[Path]:
+    """The inputs of :func:`task_inputs`; a config that would run code is refused unless
+    ``trusted``. Every YAML file the harness will load for ``names`` (through tags, groups and
+    ``include`` chains) is read and parsed here first, without resolving any tag."""
+    inputs: list[Path] = [include] if include is not None else []
+    for path in _config_files(tm, names):
+        scan = _ConfigScan.of(path)
+        if not trusted:
+            scan.refuse_code()
+        inputs += scan.files + scan.data
+    return list(dict.fromkeys(inputs))
+
+
+def _harness_dir() -> Path:
+    import lm_eval.tasks
+
+    return Path(lm_eval.tasks.__file__).resolve().parent
+
+
+def _config_files(tm, names: list[str]) -> list[Path]:
+    """The YAML files the harness loads for ``names``, except its own (installed code): each
+    name's config, a tag's tasks, a group's members (recursively), a given YAML path."""
+    index = tm.task_index
+    own = _harness_dir()
+    files: dict[Path, None] = {}
+    seen: set[str] = set()
+
+    def visit(name) -> None:
+        if not isinstance(name, str) or name in seen:
+            return
+        seen.add(name)
+        entry = index.get(name)
+        if entry is None:  # a YAML path (the harness looks names up first)
+            path = Path(name)
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                files[path] = None
+                members = _members(_ConfigScan.of(path).cfg)
+            else:
+                return
+        else:
+            if entry.yaml_path is not None:
+                path = Path(entry.yaml_path)
+                if own not in path.resolve().parents:
+                    files[path] = None
+            if getattr(entry.kind, "name", "") == "TAG":
+                members = list(entry.tags)
+            else:
+                members = _members(entry.cfg)
+        for member in members:
+            visit(member)
+
+    for name in names:
+        visit(name)
+    return list(files)
+
+
+def _members(cfg) -> list[str]:
+    """The task, group or tag names a group config lists (inline entries by their name)."""
+    if not isinstance(cfg, dict) or "group" not in cfg or not isinstance(cfg.get("task"), list):
+        return []
+    out = []
+    for item in cfg["task"]:
+        if isinstance(item, dict):
+            item = item.get("group", item.get("task"))
+        if isinstance(item, str):
+            out.append(item)
+    return out
+
+
+def _scan_loader(tags: list):
+    """A safe YAML loader that records every tagged node (``!function x.y``, at its line)
+    in ``tags`` instead of resolving it, and builds it as plain data."""
+    import yaml
+
+    base = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    def tagged(loader, _suffix, node):
+        if isinstance(node, yaml.ScalarNode):
+            value = loader.construct_scalar(node)
+        elif isinstance(node, yaml.SequenceNode):
+            value = loader.construct_sequence(node, deep=True)
+        else:
+            value = loader.construct_mapping(node, deep=True)
+        tags.append((node.tag, node.start_mark.line + 1, value))
+        return value if isinstance(value, str) else str(value)
+
+    for prefix in ("!", "tag:yaml.org,2002:python/"):
+        Loader.add_multi_constructor(prefix, tagged)
+    return Loader
+
+
+_FUNCTION_TEXT = re.compile(rb"!function\b|!<!function>|%TAG")
+
+
+@dataclass
+class _ConfigScan:
+    """One task YAML read as the harness reads it (``include`` files first, then its own
+    keys), without running anything: ``files`` it reads, ``functions`` (``(file, line,
+    spec)`` of each ``!function``), ``cfg`` merged, ``data`` its local data files."""
+
+    path: Path
+    files: list[Path] = field(default_factory=list)
+    functions: list[tuple[Path, int, str]] = field(default_factory=list)
+    cfg: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, path: Path) -> _ConfigScan:
+        scan = cls(Path(path))
+        scan.cfg = scan._read(Path(path), set())
+        return scan
+
+    def _read(self, path: Path, seen: set[Path]) -> dict:
+        import yaml
+
+        real = path.expanduser().resolve()
+        if real in seen or not real.is_file():  # cycles and missing files: the harness says
+            return {}
+        seen.add(real)
+        own = _harness_dir() in real.parents
+        if not own:
+            self.files.append(path)
+        try:
+            raw = real.read_bytes()
+        except OSError:
+            return {}
+        tags: list = []
+        try:
+            cfg = yaml.load(raw, Loader=_scan_loader(tags))  # noqa: S506 (a safe loader)
+        except Exception:  # the harness cannot parse it either; refuse any sign of code
+            if not own and _FUNCTION_TEXT.search(raw):
+                self.functions.append((path, 0, "?"))
+            return {}
+        if not own:
+            self.functions += [
+                (path, line, str(value)) for tag, line, value in tags if tag == "!function"
+            ]
+        if not isinstance(cfg, dict):
+            return {}
+        includes = cfg.pop("include", None)
+        merged: dict = {}
+        for inc in includes if isinstance(includes, list) else [includes]:
+            if isinstance(inc, str) and inc:
+                merged.update(self._read(Path(os.path.normpath(real.parent / inc)), seen))
+        merged.update(cfg)
+        return merged
+
+    @property
+    def data(self) -> list[Path]:
+        """Local files and folders the config's dataset reads: ``dataset_kwargs``
+        ``data_files`` (globs expanded) and ``data_dir``, a local ``dataset_path``; relative
+        ones against the working directory and against the config's folder (see
+        :func:`_data_folder`)."""
+        cfg = self.cfg
+        kwargs = cfg.get("dataset_kwargs") if isinstance(cfg.get("dataset_kwargs"), dict) else {}
+        files = kwargs.get("data_files")
+        values = files.values() if isinstance(files, dict) else [files]
+        given = [v for f in values for v in (f if isinstance(f, list) else [f])]
+        given.append(kwargs.get("data_dir"))
+        dataset = cfg.get("dataset_path")
+        if isinstance(dataset, str) and not _is_builder(dataset):
+            given.append(dataset)
+        found: list[Path] = []
+        for item in given:
+            if not isinstance(item, str) or not item.strip() or "://" in item:
+                continue
+            for base in (Path.cwd(), self.path.resolve().parent):
+                pattern = base / Path(item).expanduser()
+                if any(c in item for c in "*?["):
+                    import glob
+
+                    found += [Path(m) for m in glob.glob(str(pattern), recursive=True)]
+                elif os.path.lexists(pattern):
+                    found.append(pattern)
+        return found
+
+    def refuse_code(self) -> None:
+        """One-line :class:`InputError` for a ``!function`` (the harness imports and runs that
+        Python file) or a metric the harness would fetch from HF ``evaluate`` (it runs the
+        metric's Python script)."""
+        if self.functions:
+            file, line, spec = self.functions[0]
+            where = f"{file}:{line}" if line else str(file)
+            via = "" if Path(file) == self.path else f" (included by {self.path})"
+            raise InputError(
+                f"lm-eval task config {where}{via} has '!function {spec}', which imports and "
+                f"runs Python code; {TRUST_HINT}"
+            )
+        fetched = _evaluate_metrics(self.cfg)
+        if fetched:
+            raise InputError(
+                f"lm-eval task config {self.path} names metric {fetched[0]!r}, which is not one "
+                "of the harness's metrics: it would be loaded from HF evaluate, which runs the "
+                f"metric's Python script; use a metric of lm-eval or {TRUST_HINT}"
+            )
+
+
+def _evaluate_metrics(cfg: dict) -> list[str]:
+    """The ``metric_list`` names the harness would load with HF ``evaluate`` (not in its
+    registry, or ``hf_evaluate: true``); none when ``process_results`` scores the task."""
+    metrics = cfg.get("metric_list")
+    if not isinstance(metrics, list) or cfg.get("process_results") is not None:
+        return []
+    from lm_eval.api import metrics as _registered  # noqa: F401 (fills the registry)
+    from lm_eval.api.registry import metric_registry
+
+    out = []
+    for item in metrics:
+        name = item.get("metric") if isinstance(item, dict) else None
+        if isinstance(name, str) and (name not in metric_registry or item.get("hf_evaluate")):
+            out.append(name)
+    return out
+
+
+def _is_builder(name: str) -> bool:
+    """A packaged ``datasets`` builder (``json``, ``csv``, ...), not a path."""
+    try:
+        from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
+    except ImportError:
+        return name in ("json", "csv", "parquet", "text", "arrow")
+    return name in _PACKAGED_DATASETS_MODULES
+
+
+# ---------------------------------------------------------------- templates
+
+
+@contextlib.contextmanager
+def _sandbox(trusted: bool):
+    """Render the harness's Jinja templates (``doc_to_text``, ...) in jinja2's sandbox while
+    the block runs, unless ``trusted``: the harness's own environment lets a template reach
+    Python (``{{ cycler.__init__.__globals__.os }}``)."""
+    from lm_eval import utils
+
+    if trusted or getattr(utils.env, "sandboxed", False):
+        yield
+        return
+    from jinja2.sandbox import SandboxedEnvironment
+
+    original = utils.env
+    env = SandboxedEnvironment(
+        loader=original.loader,
+        undefined=original.undefined,
+        keep_trailing_newline=original.keep_trailing_newline,
+    )
+    env.filters.update(original.filters)
+    utils.env = env
+    try:
+        yield
+    finally:
+        utils.env = original
+
+
+def _is_sandbox_error(e: BaseException) -> bool:
+    from jinja2.exceptions import SecurityError
+
+    return isinstance(e, SecurityError)
+
+
+def _sandbox_refusal(name: str, e: BaseException) -> InputError:
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+    return InputError(
+        f"lm-eval task {name!r} has a template that reaches into Python ({first}); templates "
+        f"render in a sandbox: {TRUST_HINT}"
+    )
 
 
 def _group_of(task_dict: dict, task_name: str) -> str:
@@ -252,6 +595,11 @@ def check_readable(suite: LmEvalSuite, tokenizer) -> None:
     unk = getattr(tokenizer, "unk_token_id", None)
     if unk is None:
         return
+    with _sandbox(suite.trusted):
+        _check_readable(suite, tokenizer, unk)
+
+
+def _check_readable(suite: LmEvalSuite, tokenizer, unk: int) -> None:
     for name, task in suite.task_dict["tasks"].items():
         docs = next((t.items for t in suite.tasks if t.name == name), [])
         n_tokens = n_unknown = 0
@@ -259,7 +607,9 @@ def check_readable(suite: LmEvalSuite, tokenizer) -> None:
             for fn in (task.doc_to_text, task.doc_to_target):
                 try:
                     text = fn(doc)
-                except Exception:
+                except Exception as e:
+                    if _is_sandbox_error(e):
+                        raise _sandbox_refusal(name, e) from None
                     continue
                 if isinstance(text, str) and text:
                     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -309,20 +659,29 @@ def run_lm_eval(
                     missing[task.name] = key
             if missing:
                 todo.append((seed, label, hooked, missing))
-    with _progress(progress, len(todo)) as (advance, describe_run), _quiet():
+    with (
+        _progress(progress, len(todo)) as (advance, describe_run),
+        _quiet(),
+        _sandbox(suite.trusted),
+    ):
         for seed, label, hooked, missing in todo:
             describe_run(f"lm-eval [{label}]")
             lm.set_heads(hooked, mode, mean_over)
             tasks = {n: suite.task_dict["tasks"][n] for n in missing}
             for task in tasks.values():
                 task.set_fewshot_seed(seed=seed)
-            out = evaluate(
-                lm=lm,
-                task_dict={"tasks": tasks, "groups": {}, "group_map": {}},
-                limit=suite.limit,
-                bootstrap_iters=0,
-                log_samples=True,
-            )
+            try:
+                out = evaluate(
+                    lm=lm,
+                    task_dict={"tasks": tasks, "groups": {}, "group_map": {}},
+                    limit=suite.limit,
+                    bootstrap_iters=0,
+                    log_samples=True,
+                )
+            except Exception as e:
+                if _is_sandbox_error(e):
+                    raise _sandbox_refusal(",".join(tasks), e) from None
+                raise
             for name, key in missing.items():
                 task = next(t for t in suite.tasks if t.name == name and t.seed == seed)
                 res = _eval_result(out, task)

@@ -39,6 +39,8 @@ class AblationResult:
 
     ``to_frame()`` is the report (one row per task and metric, then ``MEAN``); ``run`` holds
     every task's clean / ablated / control results (:class:`ablation.results.EvalResult`).
+    ``inputs`` are the files and folders the run read (:func:`run_inputs`): :meth:`save` and
+    :meth:`plot` refuse to write over them, as ``induction ablate`` does.
     """
 
     model: str
@@ -50,6 +52,7 @@ class AblationResult:
     meta: dict = field(default_factory=dict)
     gates: pd.DataFrame | None = None  # per task and readout (ablation.gates.task_gates)
     model_gates: list = field(default_factory=list)  # ablation.gates.ModelGate
+    inputs: list[Path] = field(default_factory=list)  # read by the run: never written
 
     @property
     def tasks(self) -> list[Task]:
@@ -72,16 +75,24 @@ class AblationResult:
 
     def save(self, path: str | Path) -> Path:
         """Write the report atomically: ``.csv``/``.parquet``/``.jsonl`` rows, or ``.json``
-        with the run's settings and head sets under ``meta``."""
+        with the run's settings and head sets under ``meta``. A path that is, lies inside or
+        contains one of the run's ``inputs`` (the model's folder, task files, lm-eval task
+        configs and their data) is refused with :class:`~induction.errors.InputError`."""
         from ablation.report import write_report
+        from induction.io import check_outputs
 
+        check_outputs({"--out": path}, self.inputs)
         return write_report(self.report, path, self.meta)
 
     def plot(self, path: str | Path | None = None):
         """The drop per task against the random controls (plotly figure; written when
-        ``path`` is given)."""
+        ``path`` is given, refused over the run's ``inputs`` as in :meth:`save`)."""
         from ablation.render import report_figure, save_report_figure
 
+        if path is not None:
+            from induction.io import check_outputs
+
+            check_outputs({"--plot": path}, self.inputs)
         fig = report_figure(self.report, title=self.title)
         if path is not None:
             save_report_figure(fig, path)
@@ -231,7 +242,28 @@ def ablate(
         meta=meta,
         gates=gates,
         model_gates=model_gates,
+        inputs=run_inputs(model, cfg, loaded),
     )
+
+
+def run_inputs(model, cfg: AblationConfig, loaded=None, lm_eval_inputs=()) -> list[Path]:
+    """The files and folders an ablation run of ``model`` with ``cfg`` reads, which no output
+    may replace (:func:`induction.io.check_outputs`): the model's (:func:`induction.io.
+    model_inputs` of the spec, and the loaded model's folder or file), a ``suite`` task file,
+    ``data_dir``, and ``lm_eval_inputs`` (:func:`ablation.lm_eval_backend.task_inputs`);
+    absolute, so a later change of working folder does not move them."""
+    from induction.io import model_inputs
+
+    found = list(model_inputs(model))
+    for m in (model, loaded):
+        path = getattr(getattr(m, "info", None), "path", None)
+        if path:
+            found.append(Path(path))
+    if cfg.suite is not None and Path(cfg.suite).is_file():
+        found.append(Path(cfg.suite))
+    if cfg.data_dir is not None:
+        found.append(Path(cfg.data_dir))
+    return list(dict.fromkeys(Path(p).expanduser().absolute() for p in [*found, *lm_eval_inputs]))
 
 
 def _gates(loaded, tasks, run, plan):
@@ -316,6 +348,7 @@ def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log) -> Ablatio
         run=run,
         report=build_report(run),
         meta=meta,
+        inputs=run_inputs(model, cfg, loaded, suite.inputs),
     )
 
 
@@ -388,6 +421,7 @@ def plan_for(loaded, cfg: AblationConfig, scores, cache_path, log=None) -> HeadP
         controls_shape=cfg.controls_shape,
         band=cfg.band,
         log=log,
+        exclude=cfg.exclusion(),
     )
 
 

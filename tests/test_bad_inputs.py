@@ -238,6 +238,37 @@ def _suite(text: str | bytes):
     return lambda env: env.file("tasks.jsonl", text)
 
 
+LE_TASKS = Path(__file__).resolve().parents[1] / "ablation" / "lm_eval_tasks"
+#: evil.py of the LE01 cases: importing it leaves a marker in the case folder ({d}), which the
+#: snapshot check would see.
+_EVIL = (
+    "import pathlib\n"
+    'pathlib.Path(__file__).resolve().parents[2].joinpath("PWNED_lmeval").write_text("x")\n'
+    "def process(docs):\n    return docs\n"
+)
+
+
+def _le(folder: str, task: str, extra: str = "", swap=(), files=()):
+    """``{d}/le/FOLDER`` (``le/`` = copies of ablation/lm_eval_tasks): the shipped
+    ``zoo_lookup`` config as task ``TASK`` (``extra`` lines after its ``task:`` line, ``swap``
+    (old, new) replacements, ``{d}`` in them the case folder) with its data file, and
+    ``files`` ((name, text) pairs, relative to the folder)."""
+
+    def make(env):
+        d = env.d / "le" / folder
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(LE_TASKS / "zoo_lookup.jsonl", d)
+        text = (LE_TASKS / "zoo_lookup.yaml").read_text()
+        text = text.replace("task: zoo_lookup", f"task: {task}{extra}")
+        for a, b in swap:
+            text = text.replace(a, b.replace("{d}", str(env.d)))
+        (d / f"{task}.yaml").write_text(text)
+        for name, body in files:
+            env.file(f"le/{folder}/{name}", body)
+
+    return make
+
+
 _DEEP = "[" * 100_000 + "]" * 100_000
 _NON_UTF8 = b'{"format": "\xff\xfe\xfa"}'
 _PICKLE = b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94."  # pickle.dumps({})
@@ -705,6 +736,96 @@ CASES: list[Case] = [
     C("ZT15_bound", "zoo train dense --steps 10000001 --out {d}/o", None, "10,000,000"),
     C("ZT15_fraction", "zoo train dense --steps 2.5 --out {d}/o", None, "--steps"),
     C("ZT15_text", "zoo train dense --steps many --out {d}/o", None, "--steps"),
+    # LE: lm-eval task configs (round 3): code runs only with --trust-remote-code; the include
+    # folder, task YAMLs and their data files are inputs
+    C(
+        "LE01",
+        f"{ABL} --lm-eval zoo_evil --lm-eval-include {{d}}/le/func --out {{d}}/r.csv",
+        _le("func", "zoo_evil", "\nprocess_docs: !function evil.process", (), [("evil.py", _EVIL)]),
+        "zoo_evil.yaml:",
+        "!function evil.process",
+        "--trust-remote-code",
+        needs="lm-eval",
+    ),
+    C(
+        "LE01_include_new",  # the !function is in a YAML that the task config includes
+        f"{ABL} --lm-eval zoo_inc --lm-eval-include {{d}}/le/inc --out {{d}}/r.csv",
+        _with(
+            _le(
+                "base",
+                "zoo_base",
+                "\nprocess_docs: !function evil.process",
+                (),
+                [("evil.py", _EVIL)],
+            ),
+            lambda e: e.file(
+                "le/inc/zoo_inc.yaml", "include: ../base/zoo_base.yaml\ntask: zoo_inc\n"
+            ),
+        ),
+        "zoo_base.yaml:",
+        "included by",
+        "--trust-remote-code",
+        needs="lm-eval",
+    ),  # fmt: skip
+    C(
+        "LE01_path_new",  # a task YAML given by path
+        f"{ABL} --lm-eval {{d}}/le/func/zoo_evil.yaml",
+        _le("func", "zoo_evil", "\nprocess_docs: !function evil.process", (), [("evil.py", _EVIL)]),
+        "!function",
+        "--trust-remote-code",
+        needs="lm-eval",
+    ),
+    C(
+        "LE01_template_new",  # Jinja templates render in a sandbox
+        f"{ABL} --lm-eval zoo_tpl --lm-eval-include {{d}}/le/tpl",
+        _le("tpl", "zoo_tpl", "", [('"{{prompt}}"', '"{{ cycler.__init__.__globals__.os }}"')]),
+        "'zoo_tpl'",
+        "sandbox",
+        "--trust-remote-code",
+        needs="lm-eval",
+    ),
+    C(
+        "LE01_metric_new",  # a metric the harness would fetch from HF evaluate (a script)
+        f"{ABL} --lm-eval zoo_met --lm-eval-include {{d}}/le/met",
+        _le("met", "zoo_met", "", [("metric: exact_match", "metric: ./evil_metric")]),
+        "'./evil_metric'",
+        "--trust-remote-code",
+        needs="lm-eval",
+    ),
+    *[
+        C(
+            cid,
+            f"{ABL} --lm-eval zoo_out --lm-eval-include {{d}}/le/outdata {out}",
+            _le("outdata", "zoo_out"),
+            "le/outdata",
+            "which is an input",
+            needs="lm-eval",
+        )
+        for cid, out in [
+            ("LE15", "--out {d}/le/outdata/zoo_lookup.jsonl"),
+            ("LE16", "--out {d}/le/outdata/report.csv"),
+            ("LE29", "--plot {d}/le/outdata/o.html"),
+        ]
+    ],
+    C(
+        "LE28",  # the data file of a task given by YAML path
+        f"{ABL} --lm-eval {{d}}/le/outdata/zoo_out.yaml --out {{d}}/le/outdata/zoo_lookup.jsonl",
+        _le("outdata", "zoo_out"),
+        "zoo_lookup.jsonl",
+        "is an input",
+        needs="lm-eval",
+    ),
+    C(
+        "LE28_elsewhere_new",  # a data file outside the include folder, by absolute path
+        f"{ABL} --lm-eval zoo_far --lm-eval-include {{d}}/le/far --out {{d}}/data/items.jsonl",
+        _with(
+            _le("far", "zoo_far", "", [("test: zoo_lookup.jsonl", "test: {d}/data/items.jsonl")]),
+            lambda e: e.file("data/items.jsonl", (LE_TASKS / "zoo_lookup.jsonl").read_text()),
+        ),
+        "data/items.jsonl",
+        "is an input",
+        needs="lm-eval",
+    ),
 ]
 
 EXPECTED_GOOD = {"K_good", "I01"}  # good inputs the issue ran for reference, not cases
@@ -750,6 +871,8 @@ def test_bad_input(case: Case, tmp_path, tiny_llama_dir, one_line_error):
 
         if torch.cuda.is_available():
             pytest.skip("needs a machine without CUDA")
+    if case.needs == "lm-eval":
+        pytest.importorskip("lm_eval", reason="lm-eval not installed")
     env = Env(tmp_path, tiny_llama_dir)
     if case.make is not None:
         case.make(env)
@@ -762,6 +885,34 @@ def test_bad_input(case: Case, tmp_path, tiny_llama_dir, one_line_error):
         f"files changed: new {sorted(set(after) - set(before))}, "
         f"gone or changed {sorted(k for k in before if after.get(k) != before[k])}"
     )
+
+
+def test_py23_result_writers_refuse_the_run_inputs(tmp_path, tiny_llama_dir):
+    """PY23: ``AblationResult.save``/``.plot`` over a file the run read (the model's
+    ``config.json``, its folder, the task file) raise one-line InputError, as the CLI refuses
+    them, and change nothing; elsewhere they write."""
+    from ablation import AblationConfig, ablate
+    from induction.errors import InputError
+
+    env = Env(tmp_path, tiny_llama_dir)
+    model = env.model("good")
+    rows = "".join(json.dumps({"input": f"w{i}", "output": f"w{i + 1}"}) + "\n" for i in range(9))
+    tasks = env.file("tasks.jsonl", rows)
+    cfg = AblationConfig(suite=str(tasks), heads="0.1", controls=1, n_items=3, cache=False)
+    result = ablate(str(model), cfg, progress=False)
+    before = _snapshot(tmp_path)
+    for write, path, why in [
+        (result.save, model / "config.json", "is an input"),
+        (result.save, model / "report.csv", "inside"),
+        (result.save, tasks, "is an input"),
+        (result.plot, model / "report.html", "inside"),
+    ]:
+        with pytest.raises(InputError, match=why) as e:
+            write(path)
+        assert "\n" not in str(e.value) and "choose another" in str(e.value)
+    assert _snapshot(tmp_path) == before
+    result.save(tmp_path / "report.csv")
+    assert (tmp_path / "report.csv").is_file()
 
 
 # --------------------------------------------------------------------------- caches (C)

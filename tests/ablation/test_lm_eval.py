@@ -8,8 +8,10 @@ missing lm-eval install, an unknown task and a task whose dataset needs the hub.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -216,6 +218,16 @@ def test_zoo_lookup_same_as_engine(tmp_path):
     )
     assert harness_run.plan.target == engine_run.plan.target
     assert harness_run.plan.controls == engine_run.plan.controls
+    # the include folder, the task config and its data are inputs of the result's writers
+    assert {data.parent, data.resolve()} <= {*harness_run.inputs, *map(Path.resolve,
+                                             harness_run.inputs)}  # fmt: skip
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()
+    for write, path in ((harness_run.save, data), (harness_run.plot, data.parent / "r.html")):
+        with pytest.raises(InputError, match="which is an input"):
+            write(path)
+    assert hashlib.sha256(data.read_bytes()).hexdigest() == digest
+    assert sorted(p.name for p in data.parent.iterdir()) == ["lookup_items.jsonl",
+                                                             "lookup_items.yaml"]  # fmt: skip
     engine_res = engine_run.run.results["lookup@3"]
     harness_res = harness_run.run.results["lookup_items@3"]
     for label in engine_res:
@@ -249,6 +261,110 @@ def test_unknown_task_and_hub_dataset_fail_on_one_line(tmp_path, one_line_error)
     one_line_error(
         ablate("grown", "--lm-eval", "zoo_lookup", "--suite", "zoo"), "exclude each other"
     )
+
+
+def _evil_task(folder: Path, process: str = "evil.process") -> Path:
+    """``folder`` with task ``zoo_evil`` (the shipped zoo_lookup with ``process_docs:
+    !function PROCESS``), its data, and ``evil.py``: importing it writes ``folder/ran``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TASKS_DIR / "zoo_lookup.jsonl", folder)
+    text = (TASKS_DIR / "zoo_lookup.yaml").read_text()
+    (folder / "zoo_evil.yaml").write_text(
+        text.replace("task: zoo_lookup", f"task: zoo_evil\nprocess_docs: !function {process}")
+    )
+    (folder / "evil.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_name('ran').write_text('x')\n"
+        "def process(docs):\n    return docs.select(range(3))\n"
+    )
+    return folder
+
+
+def test_task_code_runs_only_with_trust_remote_code(tmp_path, tiny_llama_dir, one_line_error):
+    """A ``!function`` in a task config (the harness imports that Python file) is refused
+    before anything is loaded, naming the file and the flag; with ``trust_remote_code`` it
+    runs. The refusal holds through ``include:`` chains and for task YAMLs given by path."""
+    needs_lm_eval()
+    from lm_eval import utils
+
+    from ablation import lm_eval_backend as backend
+
+    folder = _evil_task(tmp_path / "tasks")
+    cfg = AblationConfig(lm_eval="zoo_evil", lm_eval_include=folder)
+    flag = r"zoo_evil\.yaml:\d+ has '!function evil\.process'.*--trust-remote-code"
+    for call in (backend.task_inputs, backend.prepare):
+        with pytest.raises(InputError, match=flag):
+            call(cfg)
+    with pytest.raises(InputError, match=flag):
+        backend.prepare(AblationConfig(lm_eval=str(folder / "zoo_evil.yaml")))
+    chain = tmp_path / "chain"
+    chain.mkdir()
+    (chain / "t.yaml").write_text("include: ../tasks/zoo_evil.yaml\ntask: zoo_chain\n")
+    with pytest.raises(InputError, match="included by .*t.yaml"):
+        backend.task_inputs(AblationConfig(lm_eval="zoo_chain", lm_eval_include=chain))
+    line = one_line_error(
+        ablate(tiny_llama_dir, "--lm-eval", "zoo_evil", "--lm-eval-include", folder),
+        "zoo_evil.yaml",
+        "--trust-remote-code",
+    )
+    assert "!function" in line
+    assert not (folder / "ran").exists()
+    trusted = cfg.with_(trust_remote_code=True)
+    inputs = {p.resolve() for p in backend.task_inputs(trusted)}
+    assert {folder, folder / "zoo_evil.yaml", folder / "zoo_lookup.jsonl"} <= inputs
+    assert not (folder / "ran").exists()  # listing the inputs loads nothing
+    suite = backend.prepare(trusted)
+    assert (folder / "ran").exists() and suite.tasks[0].n_docs == 3  # process_docs ran
+    assert not getattr(utils.env, "sandboxed", False)  # the harness's environment is back
+    assert "trust_remote_code" not in cfg.to_dict() and trusted.to_dict()["trust_remote_code"]
+    with pytest.raises(InputError, match="trust_remote_code must be True or False"):
+        AblationConfig(lm_eval="a", trust_remote_code="yes")
+
+
+def test_templates_render_in_a_sandbox(tmp_path):
+    """A Jinja template reaching Python through an object's attributes is refused (jinja2's
+    sandbox) unless ``trust_remote_code``; ordinary templates render as before."""
+    needs_lm_eval()
+    from ablation import lm_eval_backend as backend
+
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    shutil.copy(TASKS_DIR / "zoo_lookup.jsonl", folder)
+    reach = "{{ cycler.__init__.__globals__.os.getpid() }}"
+    (folder / "t.yaml").write_text(
+        (TASKS_DIR / "zoo_lookup.yaml")
+        .read_text()
+        .replace("task: zoo_lookup", "task: zoo_tpl")
+        .replace('"{{prompt}}"', f'"{reach} {{{{prompt}}}}"')
+    )
+    cfg = AblationConfig(lm_eval="zoo_tpl", lm_eval_include=folder, n_items=2)
+    with pytest.raises(InputError, match="'zoo_tpl' has a template.*sandbox.*--trust-remote-code"):
+        backend.prepare(cfg)
+    suite = backend.prepare(cfg.with_(trust_remote_code=True))
+    task = suite.task_dict["tasks"]["zoo_tpl"]
+    assert task.doc_to_text(suite.tasks[0].items[0]).split()[0].isdigit()
+    plain = backend.prepare(AblationConfig(lm_eval="zoo_lookup", lm_eval_include=TASKS_DIR))
+    doc = plain.tasks[0].items[0]
+    assert plain.task_dict["tasks"]["zoo_lookup"].doc_to_text(doc) == doc["prompt"]
+
+
+def test_metric_from_hf_evaluate_needs_trust(tmp_path):
+    """A metric outside the harness's registry would be loaded by HF ``evaluate``, which runs
+    the metric's script: refused without ``trust_remote_code``."""
+    needs_lm_eval()
+    from ablation import lm_eval_backend as backend
+
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "m.yaml").write_text(
+        (TASKS_DIR / "zoo_lookup.yaml")
+        .read_text()
+        .replace("task: zoo_lookup", "task: zoo_met")
+        .replace("metric: exact_match", "metric: ./my_metric")
+    )
+    cfg = AblationConfig(lm_eval="zoo_met", lm_eval_include=folder)
+    with pytest.raises(InputError, match="'./my_metric'.*HF evaluate.*--trust-remote-code"):
+        backend.task_inputs(cfg)
+    backend.task_inputs(cfg.with_(trust_remote_code=True))  # allowed: nothing loaded yet
 
 
 def test_english_task_refused_on_zoo_vocabulary(one_line_error):
