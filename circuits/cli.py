@@ -77,9 +77,20 @@ def _claimed(model: str, outputs: dict) -> Iterator[None]:
 
 
 def _load(model: str, device: str, dtype, threads):
+    """The model, loaded under a progress phase (a line in a log when it takes over 2 s)."""
     from induction.loading import load_model
+    from induction.progress import phase
 
-    return load_model(model, device=device, dtype=dtype, threads=threads)  # thread policy
+    with phase(f"loading {model}"):
+        return load_model(model, device=device, dtype=dtype, threads=threads)  # thread policy
+
+
+def _draw(result, plot: Path) -> None:
+    """``result.plot(plot)`` under a progress phase (a PNG can take a few seconds)."""
+    from induction.progress import phase
+
+    with phase(f"drawing {plot}"):
+        result.plot(plot)
 
 
 def circuits(
@@ -147,13 +158,14 @@ def circuits(
             mode=mode,
             reference=reference,
             key_path=key_path,
+            progress=True,
         )
         print_circuits(result, partners)
         if out is not None:
             result.save(out)
             typer.echo(f"wrote {out}", err=True)
         if plot is not None:
-            result.plot(plot)
+            _draw(result, plot)
             typer.echo(f"wrote {plot}", err=True)
         if graph is not None:
             if result.lineage is None:
@@ -252,6 +264,7 @@ def effects(
             seeds=seed_list,
             atp=atp,
             scores=True,
+            progress=True,
         )
         df = result.to_frame().sort_values("rank").head(top)
         s = result.summary()
@@ -285,5 +298,5 @@ def effects(
             result.save(out)
             typer.echo(f"wrote {out}", err=True)
         if plot is not None:
-            result.plot(plot)
+            _draw(result, plot)
             typer.echo(f"wrote {plot}", err=True)

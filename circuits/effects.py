@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from induction.specs import ModelLike
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,10 @@ def setup(model: Any, *, seq_len=None, batch: int = 8, seeds=1, loaded=None) -> 
     return Setup(v, info, info.name, tokens, rep, targets, prompts, loaded)
 
 
+def _no_advance() -> None:
+    pass
+
+
 @torch.no_grad()
 def ablate_each_head(
     s: Setup,
@@ -106,8 +110,10 @@ def ablate_each_head(
     repl: Replacement,
     clean: Clean,
     max_rows: int = DEFAULT_MAX_ROWS,
+    advance: Callable[[], None] = _no_advance,
 ) -> torch.Tensor:
-    """Loss of every prompt with each head ablated alone: ``[len(heads), B]`` (input order)."""
+    """Loss of every prompt with each head ablated alone: ``[len(heads), B]`` (input order);
+    ``advance()`` after each forward pass (``len(chunks_by_layer(heads, max_rows // B))``)."""
     v = s.v
     B = s.tokens.shape[0]
     per_chunk = max(1, max_rows // B)
@@ -133,6 +139,7 @@ def ablate_each_head(
         loss = nll_at(logits, s.targets.repeat(c, 1)).view(c, B).cpu()
         for i, h in enumerate(hs):
             out[index[h]] = loss[i]
+        advance()
     return out
 
 
@@ -271,22 +278,55 @@ class EffectsResult:
         return path
 
     def plot(self, path: str | Path | None = None):
-        """Layer x head heatmap of the ablation effect (and AtP beside it); saved if a path
-        (.html, or .png: :func:`induction.plots.save_figure`; InputError when no PNG can be
-        made)."""
+        """Layer x head heatmap of the ablation effect (and AtP beside it), layer 0 at the top
+        as in the scan heatmap (:func:`induction.plots.heatmap`); each panel has its own colour
+        bar, beside it, titled with its unit. Saved if a path (.html, or .png:
+        :func:`induction.plots.save_figure`; InputError when no PNG can be made)."""
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
 
-        panels = [("ablation effect", self.effect)]
+        panels = [("ablation effect", self.effect, "Δ loss (nats)")]
         if self.atp is not None:
-            panels.append(("attribution patching", self.atp))
-        fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[p[0] for p in panels])
-        for i, (_, m) in enumerate(panels, start=1):
-            fig.add_trace(go.Heatmap(z=m.numpy(), colorscale="RdBu_r", zmid=0), row=1, col=i)
-            fig.update_xaxes(title_text="head", row=1, col=i)
-            fig.update_yaxes(title_text="layer", row=1, col=i)
+            panels.append(("attribution patching", self.atp, "AtP estimate of Δ loss (nats)"))
+        fig = make_subplots(
+            rows=1,
+            cols=len(panels),
+            subplot_titles=[p[0] for p in panels],
+            horizontal_spacing=0.2,  # room for the left panel's colour bar, ticks and title
+        )
+        n_layers, n_heads = self.effect.shape
+        layers = [str(i) for i in range(n_layers)]
+        heads = [str(h) for h in range(n_heads)]
+        for i, (name, m, unit) in enumerate(panels, start=1):
+            right = fig.layout[f"xaxis{i if i > 1 else ''}"].domain[1]
+            fig.add_trace(
+                go.Heatmap(
+                    z=m.numpy(),
+                    x=heads,
+                    y=layers,
+                    colorscale="RdBu_r",
+                    zmid=0,
+                    colorbar={
+                        "title": {"text": unit, "side": "right"},
+                        "x": right + 0.01,
+                        "xanchor": "left",
+                        "thickness": 14,
+                    },
+                    hovertemplate=f"layer %{{y}}, head %{{x}}<br>{name} %{{z:.3f}} nats"
+                    + "<extra></extra>",
+                ),
+                row=1,
+                col=i,
+            )
+            fig.update_xaxes(title_text="head", type="category", row=1, col=i)
+            fig.update_yaxes(
+                title_text="layer", type="category", autorange="reversed", row=1, col=i
+            )
         fig.update_layout(
-            title=f"{self.model}: per-head effect on the in-context loss ({self.mode})"
+            title=f"{self.model}: per-head effect on the in-context loss ({self.mode})",
+            template="plotly_white",
+            width=520 * len(panels) + 120,
+            height=max(420, 26 * n_layers + 200),
         )
         if path is not None:
             from induction.plots import save_figure
@@ -308,6 +348,7 @@ def head_effects(
     atp: bool = True,
     max_rows: int = DEFAULT_MAX_ROWS,
     scores: bool = False,
+    progress: bool = False,
 ) -> EffectsResult:
     """Ablate every head alone and estimate every head by attribution patching.
 
@@ -319,32 +360,41 @@ def head_effects(
         atp: also run attribution patching and correlate it with the ablation.
         max_rows: prompts x heads per ablation pass.
         scores: attach the scan's induction and previous-token scores to the table.
+        progress: report the passes (:mod:`induction.progress`: a bar on a terminal,
+            periodic lines in a log); ``induction effects`` turns it on.
     """
+    from induction.progress import progress as progress_reporter
+
     check_mode(mode, reference)
     if max_rows < 1:
         raise InputError(f"max_rows must be >= 1, got {max_rows}")
     s = setup(model, seq_len=seq_len, batch=batch, seeds=seeds)
     v = s.v
     timing: dict[str, float] = {}
-    t0 = time.perf_counter()
-    clean = clean_pass(v, s.tokens, s.logits_at, s.targets)
-    timing["clean_s"] = time.perf_counter() - t0
-    repl = make_replacement(v, mode, reference, s.tokens, clean, s.info)
     heads = [(layer, h) for layer in range(v.n_layers) for h in range(v.n_heads)]
-    t0 = time.perf_counter()
-    losses = ablate_each_head(s, heads, repl, clean, max_rows=max_rows)
-    timing["ablation_s"] = time.perf_counter() - t0
-    diff = losses - clean.loss.cpu()[None]
-    n = diff.shape[1]
-    effect = diff.mean(1).view(v.n_layers, v.n_heads)
-    se = diff.std(1) / n**0.5 if n > 1 else torch.full((len(heads),), float("nan"))
-    se = se.view(v.n_layers, v.n_heads)
-    est = corr = None
-    if atp:
+    passes = len(chunks_by_layer(heads, max(1, max_rows // s.tokens.shape[0])))
+    with progress_reporter(progress) as bar:
+        advance = bar.task(1 + passes + int(atp), f"effects of {s.name}: ablating each head")
         t0 = time.perf_counter()
-        est = attribution(s, repl, clean)
-        timing["atp_s"] = time.perf_counter() - t0
-        corr = correlations(est, effect)
+        clean = clean_pass(v, s.tokens, s.logits_at, s.targets)
+        timing["clean_s"] = time.perf_counter() - t0
+        repl = make_replacement(v, mode, reference, s.tokens, clean, s.info)
+        advance()
+        t0 = time.perf_counter()
+        losses = ablate_each_head(s, heads, repl, clean, max_rows=max_rows, advance=advance)
+        timing["ablation_s"] = time.perf_counter() - t0
+        diff = losses - clean.loss.cpu()[None]
+        n = diff.shape[1]
+        effect = diff.mean(1).view(v.n_layers, v.n_heads)
+        se = diff.std(1) / n**0.5 if n > 1 else torch.full((len(heads),), float("nan"))
+        se = se.view(v.n_layers, v.n_heads)
+        est = corr = None
+        if atp:
+            t0 = time.perf_counter()
+            est = attribution(s, repl, clean)
+            timing["atp_s"] = time.perf_counter() - t0
+            corr = correlations(est, effect)
+            advance()
     table = None
     if scores:
         from induction.scores import induction_scores
@@ -355,7 +405,7 @@ def head_effects(
             batch=batch,
             seeds=seeds,
             scores=("induction", "previous_token"),
-            progress=False,
+            progress=progress,
         )
     return EffectsResult(
         model=s.name,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from induction.specs import ModelLike
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,11 +188,32 @@ def _pick_heads(df, threshold: float, top: int | None) -> list[Head]:
     return [(int(r.layer), int(r.head)) for r in ranked.itertuples(index=False)]
 
 
+def _no_advance() -> None:
+    pass
+
+
+def _passes(heads: list[Head], candidates: list[Head], per: int, key_path: bool) -> int:
+    """Forward passes of :func:`_total_drops` (and :func:`_key_path_drops`): the progress
+    total."""
+    n = len(chunks_by_layer(candidates, per))
+    if key_path:
+        for lb in {h[0] for h in heads}:
+            n += -(-sum(c[0] < lb for c in candidates) // per)
+    return n
+
+
 @torch.no_grad()
 def _total_drops(
-    s: Setup, heads: list[Head], candidates: list[Head], repl: Replacement, clean: Clean, max_rows
+    s: Setup,
+    heads: list[Head],
+    candidates: list[Head],
+    repl: Replacement,
+    clean: Clean,
+    max_rows,
+    advance: Callable[[], None] = _no_advance,
 ):
-    """Induction score of each head with each candidate ablated: ``[cands, heads, B]``."""
+    """Induction score of each head with each candidate ablated: ``[cands, heads, B]``;
+    ``advance()`` after each forward pass."""
     v, B = s.v, s.tokens.shape[0]
     reader = _Reader(s, heads)
     stop = max(h[0] for h in heads) + 1
@@ -218,14 +239,22 @@ def _total_drops(
         vals = reader.out.view(c, B, len(heads)).permute(0, 2, 1)
         for i, cand in enumerate(cs):
             out[index[cand]] = vals[i]
+        advance()
     return out
 
 
 @torch.no_grad()
 def _key_path_drops(
-    s: Setup, heads: list[Head], candidates: list[Head], repl: Replacement, clean: Clean, max_rows
+    s: Setup,
+    heads: list[Head],
+    candidates: list[Head],
+    repl: Replacement,
+    clean: Clean,
+    max_rows,
+    advance: Callable[[], None] = _no_advance,
 ):
-    """Induction score of each head with each candidate removed from its key input only."""
+    """Induction score of each head with each candidate removed from its key input only;
+    ``advance()`` after each forward pass."""
     v, B = s.v, s.tokens.shape[0]
     bridge = v.bridge
     out = torch.full((len(candidates), len(heads), B), float("nan"))
@@ -270,6 +299,7 @@ def _key_path_drops(
                 vals = reader.out.view(c, B, len(heads)).permute(0, 2, 1)
                 for i, cand in enumerate(cs):
                     out[index[cand], cols] = vals[i, cols]
+                advance()
     finally:
         bridge.set_use_split_qkv_input(False)
     return out
@@ -288,11 +318,12 @@ def induction_circuits(
     key_path: bool = True,
     max_rows: int = 256,
     lineage: bool = True,
+    progress: bool = False,
 ) -> CircuitResult:
     """Find each induction head's partners among earlier heads, by weights and activations.
 
     Args:
-        model: a LoadedModel or a model spec (``grown``, ``smollm2``, a folder, ...).
+        model: a LoadedModel or a model spec (``lidas8``, ``smollm2``, a folder, ...).
         threshold: induction heads are those scoring at least this (stripe convention).
         top: instead, the ``top`` heads by induction score.
         seq_len, batch, seeds: the repeated-token prompts (as ``induction scan``).
@@ -301,6 +332,8 @@ def induction_circuits(
         max_rows: prompts x candidates per forward pass.
         lineage: for a grown model, trace each circuit to its ancestors
             (:func:`circuits.history.circuit_lineage`), including the shipped initial network.
+        progress: report the scan and the ablation passes (:mod:`induction.progress`: a bar
+            on a terminal, periodic lines in a log); ``induction circuits`` turns it on.
 
     Returns a :class:`CircuitResult`; its table has one row per (induction head, earlier
     head): ``induction_head``, ``layer``, ``head``, ``induction_head_score``, ``partner``,
@@ -311,6 +344,7 @@ def induction_circuits(
     import pandas as pd
 
     from induction.composition import composition_scores, head_weights, random_baseline
+    from induction.progress import progress as progress_reporter
     from induction.scores import induction_scores
 
     check_mode(mode, reference)
@@ -326,7 +360,7 @@ def induction_circuits(
         batch=batch,
         seeds=seeds,
         scores=("induction", "previous_token"),
-        progress=False,
+        progress=progress,
     )
     heads = [h for h in _pick_heads(scores, threshold, top) if h[0] > 0]
     weights = head_weights(s.loaded)
@@ -347,17 +381,28 @@ def induction_circuits(
         return CircuitResult(s.name, empty, [], threshold, top, baseline, False, note, settings)
     kcomp = composition_scores(weights, "k", readers=heads)
     candidates = [(la, ha) for la in range(max(h[0] for h in heads)) for ha in range(v.n_heads)]
-    clean = clean_pass(v, s.tokens)
-    repl = make_replacement(v, mode, reference, s.tokens, clean, s.info)
-    reader = _Reader(s, heads)
-    with torch.no_grad():
-        run_rows(v, s.tokens, stop=max(h[0] for h in heads) + 1, hooks=reader.hooks(len(s.tokens)))
-    clean_scores = reader.out.T.clone()  # [heads, B]
-    total = _total_drops(s, heads, candidates, repl, clean, max_rows)
     has_key = key_path and "blocks.0.attn.hook_k_input" in v.bridge.hook_dict
     if key_path and not has_key:
         note = "the bridge exposes no hook_k_input: key-path drop not measured"
-    keyd = _key_path_drops(s, heads, candidates, repl, clean, max_rows) if has_key else None
+    per = max(1, max_rows // s.tokens.shape[0])
+    with progress_reporter(progress) as bar:
+        task = f"circuits of {s.name}: ablating partners"
+        advance = bar.task(2 + _passes(heads, candidates, per, has_key), task)
+        clean = clean_pass(v, s.tokens)
+        repl = make_replacement(v, mode, reference, s.tokens, clean, s.info)
+        advance()
+        reader = _Reader(s, heads)
+        with torch.no_grad():
+            stop = max(h[0] for h in heads) + 1
+            run_rows(v, s.tokens, stop=stop, hooks=reader.hooks(len(s.tokens)))
+        clean_scores = reader.out.T.clone()  # [heads, B]
+        advance()
+        total = _total_drops(s, heads, candidates, repl, clean, max_rows, advance)
+        keyd = (
+            _key_path_drops(s, heads, candidates, repl, clean, max_rows, advance)
+            if has_key
+            else None
+        )
     prev = {(int(r.layer), int(r.head)): float(r.previous_token) for r in scores.itertuples()}
     ind = {(int(r.layer), int(r.head)): float(r.induction) for r in scores.itertuples()}
     rows = []
@@ -415,5 +460,6 @@ def induction_circuits(
             mode=mode,
             reference=reference,
             max_rows=max_rows,
+            progress=progress,
         )
     return result

@@ -5,9 +5,10 @@ traced, head by head, to its primary ancestors in the initial network
 (:func:`lineage.head_ancestry`: a copied layer's head ``j`` inherits head ``j`` of its
 source, docs/research.md, "Depth growth"). Circuits that share an ancestor pair are counted
 together ("k of n circuits descend from m ancestor pairs"). When the model ships its
-pre-growth network (zoo models: ``initial/`` beside the weights), the circuit finder runs
-there too, and each ancestor pair is marked as already a circuit before growth or not (its
-B an induction head there, with A among its partners).
+pre-growth network (the first zoo: ``initial/`` beside the weights; a fixed-protocol zoo model:
+``checkpoints/step-<N>-pre``, the checkpoint just before its first growth event), the circuit
+finder runs there too, and each ancestor pair is marked as already a circuit before growth or
+not (its B an induction head there, with A among its partners).
 
 The circuit graph has one node per ancestor pair (stage 0) and per descendant circuit (the
 final stage), with edges ancestor pair -> descendant pair, and is written with
@@ -159,8 +160,9 @@ def circuit_lineage(
 ) -> CircuitLineage | None:
     """Trace ``result``'s circuits to the initial network of ``loaded`` (a grown model).
 
-    ``initial`` is the pre-growth network (a spec or LoadedModel); by default the ``initial/``
-    folder shipped beside a zoo model's weights, when there is one. ``finder_options`` go to
+    ``initial`` is the pre-growth network (a spec or LoadedModel); by default the one a zoo
+    model ships, when it does (:func:`lineage.api.shipped_stage`: ``initial/``, or the
+    ``checkpoints/step-<N>-pre`` of the first growth event). ``finder_options`` go to
     :func:`circuits.finder.induction_circuits` for the initial network. A pair counts as a
     circuit before growth when its partner is among the ``partners`` strongest of its
     induction head there. Returns None for a model without a duplication log.
@@ -181,9 +183,9 @@ def circuit_lineage(
     ancestors = {(a, b): (root[a], root[b]) for a, b in circuits}
     init_circuits = init_partners = None
     if initial is None and loaded.info.path is not None:
-        shipped = Path(loaded.info.path) / "initial"
-        if (shipped / "config.json").is_file():
-            initial = str(shipped)
+        from lineage.api import shipped_stage
+
+        initial = shipped_stage(Path(loaded.info.path), 0)
     if initial is not None:
         from circuits.finder import induction_circuits
 

@@ -64,7 +64,10 @@ def sweep(
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
 ) -> None:
-    """Scan many models or checkpoints into a resumable Parquet dataset."""
+    """Scan many models or checkpoints into a resumable Parquet dataset. A run folder is its
+    whole checkpoint series; a zoo name is its final model (a note says how to sweep the
+    series it ships)."""
+    from dynamics.series import series_hint
     from dynamics.sweep import SweepSettings
     from dynamics.sweep import sweep as run_sweep
     from induction.errors import InputError
@@ -86,6 +89,9 @@ def sweep(
         dtype=dtype,
     )
     revs = revisions.split(",") if revisions is not None else None
+    if revs is None:  # a name whose folder ships a series: say how to sweep the series
+        for hint in filter(None, map(series_hint, sources)):
+            typer.echo(f"note: {hint}", err=True)
     report = run_sweep(sources, out, revisions=revs, settings=settings, workers=workers, ray=ray)
     typer.echo(report.summary())
     if report.failed:
@@ -129,18 +135,23 @@ def timeline(
     from dynamics.timeline import build_timeline
     from induction.io import write_table, wrote
     from induction.plots import save_figure
+    from induction.progress import phase
 
-    rows = read_dataset(dataset)
+    with phase(f"reading {dataset}"):
+        rows = read_dataset(dataset)
     tl = build_timeline(
         rows,
         model=model,
         score=score,
         threshold=INDUCTION_THRESHOLD if threshold is None else threshold,
     )
-    note = save_figure(tl.figure(top=top), out)
+    with phase(f"drawing {out}"):
+        note = save_figure(tl.figure(top=top), out)
     if note:
         raise InputError(note)
     typer.echo(tl.sentence())
+    if tl.hint is not None:
+        typer.echo(f"note: {tl.hint}", err=True)
     typer.echo(wrote(out), err=True)
     if table is not None:
         write_table(tl.formed, table)

@@ -74,7 +74,7 @@ def growth_steps(order: pd.DataFrame) -> list[int]:
 class Timeline:
     """A model's head scores over training: ``series`` (one row per checkpoint x final head,
     lineage-aware), ``formed`` (one row per final head), ``loss`` (per checkpoint), ``growth``
-    (growth-event steps)."""
+    (growth-event steps); ``hint``: for a single checkpoint, how to sweep a series."""
 
     model: str
     score: str
@@ -84,28 +84,34 @@ class Timeline:
     formed: pd.DataFrame
     loss: pd.DataFrame
     growth: list[int]
+    hint: str | None = None
 
     def sentence(self) -> str:
         f = self.formed
         n = int(f["formed_step"].notna().sum())
+        c = len(self.order)
         text = (
-            f"{self.model}: {len(self.order)} checkpoints, {n} of {len(f)} heads formed "
+            f"{self.model}: {c} checkpoint{'' if c == 1 else 's'}, {n} of {len(f)} heads formed "
             f"({self.score} >= {self.threshold:g} to the end)"
         )
         if n:
-            first = f.dropna(subset=["formed_step"]).sort_values("formed_step").iloc[0]
+            # the earliest; among heads formed together, the strongest (f is in rank order)
+            first = f.dropna(subset=["formed_step"]).sort_values("formed_step", kind="stable")
+            first = first.iloc[0]
             text += f"; first L{first['layer']}H{first['head']} at step {first['formed_step']}"
         if self.growth:
             text += f"; growth at step {', '.join(map(str, self.growth))}"
-            if "ancestor_formed_before_growth" in f:
-                top = f.nsmallest(min(5, len(f)), "rank")
-                k = int(top["ancestor_formed_before_growth"].fillna(False).sum())
-                text += f"; {k} of the top {len(top)} heads descend from a head formed before it"
+            if "ancestor_formed_before_growth" in f and n:
+                # out of the heads counted as formed above, not a fixed top few
+                done = f[f["formed_step"].notna()]
+                k = int(done["ancestor_formed_before_growth"].fillna(False).astype(bool).sum())
+                text += f"; {k} of the {n} formed heads descend from a head formed before it"
         return text
 
     def figure(self, top: int = 8):
         """Plotly figure: the ``top`` strongest final heads' scores against step (growth
         events dashed, the threshold dotted), and the in-context loss when measured."""
+        import pandas as pd
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
 
@@ -123,7 +129,8 @@ class Timeline:
         for r in best.itertuples():
             s = self.series[(self.series["layer"] == r.layer) & (self.series["head"] == r.head)]
             label = f"L{r.layer}H{r.head}"
-            formed = f", formed at {r.formed_step}" if r.formed_step is not None else ""
+            # formed_step is a nullable integer: a head that never formed holds <NA>
+            formed = f", formed at {r.formed_step}" if pd.notna(r.formed_step) else ", not formed"
             fig.add_trace(
                 go.Scatter(
                     x=s["step"].astype(float),
@@ -153,7 +160,7 @@ class Timeline:
                     col=1,
                 )
             fig.update_yaxes(title_text="loss (nats)", row=2, col=1)
-        fig.update_xaxes(title_text="training step")
+        fig.update_xaxes(title_text="training step", row=2 if has_loss else 1, col=1)
         fig.update_yaxes(title_text=self.score, row=1, col=1)
         fig.update_layout(
             title=f"Formation timeline: {self.model}"
@@ -225,10 +232,17 @@ def build_timeline(
     formed = heads.copy()
     formed.insert(0, "model", model)
     formed["rank"] = formed["final"].rank(ascending=False, method="first").astype(int)
+    # checkpoints before the first growth event: positions 0 .. before - 1 of ``order``
+    before = next((i for i in range(1, len(stages)) if stages[i] > stages[i - 1]), len(stages))
     formed_at = []  # position of the formation checkpoint in ``order``
+    formed_pre = []  # whether the series (the ancestor's, there) had formed before growth
     for la, h in heads[["layer", "head"]].itertuples(index=False):
         s = series[(series["layer"] == la) & (series["head"] == h)]
-        formed_at.append(formation_step(list(range(len(s))), list(s["value"]), threshold))
+        values = list(s["value"])
+        formed_at.append(formation_step(list(range(len(s))), values, threshold))
+        # judged on the checkpoints before growth alone: a dip after it (the grown network
+        # settling) does not undo the ancestor's formation
+        formed_pre.append(formation_step(range(before), values[:before], threshold) is not None)
     steps = order["step"].tolist()
     formed["formed_step"] = pd.array(
         [steps[p] if p is not None else None for p in formed_at], dtype="Int64"
@@ -253,10 +267,7 @@ def build_timeline(
         formed["ancestor"] = [
             f"L{a}H{h}" if a is not None else None for a, h in zip(anc_layers, formed["head"])
         ]
-        last_stage0 = max(i for i, st in enumerate(stages) if st == 0)
-        formed["ancestor_formed_before_growth"] = [
-            p is not None and p <= last_stage0 for p in formed_at
-        ]
+        formed["ancestor_formed_before_growth"] = formed_pre
         formed["score_pre_growth"] = pd.array(pre_vals, dtype="Float64")
         formed["score_post_growth"] = pd.array(post_vals, dtype="Float64")
         formed["growth_change"] = formed["score_post_growth"] - formed["score_pre_growth"]
@@ -265,7 +276,28 @@ def build_timeline(
         order[["checkpoint", "position"]], on="checkpoint"
     )
     loss = loss.sort_values("position")[["checkpoint", "step", "score", "value", "std"]]
-    return Timeline(model, score, threshold, order, series, formed, loss, growth)
+    hint = _single_checkpoint_hint(rows, final) if len(order) == 1 else None
+    return Timeline(model, score, threshold, order, series, formed, loss, growth, hint)
+
+
+def _single_checkpoint_hint(rows, final) -> str:
+    """What to do about a one-checkpoint timeline: the command that sweeps the series the
+    model ships (a seed-0 zoo model), else what a series is."""
+    from dynamics.series import shipped_series, sweep_command
+
+    spec = rows[rows["checkpoint"] == final["checkpoint"]]["spec"].iloc[0]
+    found = shipped_series(spec) if isinstance(spec, str) else None
+    text = "one checkpoint, so nothing to follow over training"
+    if found is not None:
+        folder, n = found
+        return (
+            f"{text}; {spec} ships a series of {n} checkpoints: {sweep_command(folder)}, "
+            "then `induction timeline DIR`"
+        )
+    return (
+        f"{text}; sweep a checkpoint series: a run folder (its checkpoints/step-*) or a hub "
+        "model's --revisions"
+    )
 
 
 def _ancestors(rows, final, heads, final_stage, log) -> dict[tuple[int, int, int], int]:

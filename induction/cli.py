@@ -49,6 +49,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("induction.views_cli", "show", None),
     ("circuits.cli", "circuits", None),
     ("circuits.cli", "effects", None),
+    ("circuits.fv_cli", "fv", None),
     ("induction.depth_cli", "depth", None),
     ("dynamics.cli", "sweep", None),
     ("dynamics.cli", "timeline", None),
@@ -119,9 +120,26 @@ def _quiet_libraries() -> None:
         quiet_libraries()
 
 
+#: The ``zoo`` column of ``induction models`` (label, registry tuple), in listing order.
+ZOO_COLUMN = (
+    ("fixed-protocol", "FIXED_PROTOCOL"),
+    ("second", "SECOND_ZOO"),
+    ("first (record)", "FIRST_ZOO"),
+)
+
+
+def zoo_generation(name: str, registry) -> str:
+    """Which zoo a model belongs to, as ``induction models`` shows it (``?`` if none)."""
+    family = name.rpartition("-s")[0] or name
+    for label, attr in ZOO_COLUMN:
+        if family in getattr(registry, attr):
+            return label
+    return "?"
+
+
 @app.command()
 def models() -> None:
-    """List the shipped zoo models and what else a model spec may be."""
+    """List the shipped zoo models (the current zoo first) and what else a model spec may be."""
     from induction.zoo import registry
 
     names = registry.zoo_models()
@@ -131,14 +149,21 @@ def models() -> None:
             f"without a model use {registry.DEFAULT_MODEL}):"
         )
         typer.echo(
-            f"  {'name':<12} {'family':<7} {'seed':>4} {'layers':>6} {'heads':>5}  from the card"
+            f"  {'name':<12} {'family':<8} {'zoo':<14} {'seed':>4} {'layers':>6} {'heads':>5}"
+            "  from the card"
         )
-        for name in names:
-            typer.echo("  " + _zoo_row(name, registry))
+        order = [label for label, _ in ZOO_COLUMN] + ["?"]
+        for name in sorted(names, key=lambda n: order.index(zoo_generation(n, registry))):
+            typer.echo("  " + _zoo_row(name, registry))  # sorted is stable: registry order
+        typer.echo(
+            "zoo: fixed-protocol = the current zoo (docs/zoo.md); second = the second "
+            "fixed-protocol zoo,\n     which replaces it once trained; first (record) = the "
+            "first zoo, kept as a record\n     (docs/results.md)."
+        )
     else:
         typer.echo(
             "Zoo models: none shipped in this install "
-            "(train one with `induction zoo train grown --seed 0`)."
+            "(train one with `induction zoo train lidas8 --seed 0`)."
         )
     typer.echo(
         "\nA model spec may also be:\n"
@@ -182,7 +207,9 @@ def _zoo_row(name: str, registry) -> str:
         measured.append(f"{card[f'heads_above_0.4_d{t}']} heads >= 0.4")
     if isinstance(card.get("flops_vs_dense"), int | float):
         measured.append(f"{card['flops_vs_dense']:.2f}x dense FLOPs")
-    return f"{name:<12} {family:<7} {seed:>4} {layers!s:>6} {heads!s:>5}  {', '.join(measured)}"
+    zoo = zoo_generation(name, registry)
+    shape = f"{name:<12} {family:<8} {zoo:<14} {seed:>4} {layers!s:>6} {heads!s:>5}"
+    return f"{shape}  {', '.join(measured)}"
 
 
 @app.command()

@@ -123,13 +123,17 @@ def depth_angles(
     seq_len: int | None = None,
     seed: int = 0,
     chunk: int = 8,
+    progress: bool = False,
 ) -> DepthAngles:
     """Per-layer ``state`` and ``update`` angles of ``model`` (a LoadedModel or bridge).
 
     The prompts are ``tokens`` if given, else the tokens of ``text`` (a string or a path to a
     UTF-8 file) in windows of :data:`TEXT_WINDOW`, else ``batch`` of the scan's repeated
-    random-token prompts (one seed).
+    random-token prompts (one seed). ``progress`` reports the passes of ``chunk`` prompts
+    (:mod:`induction.progress`; ``induction depth`` turns it on).
     """
+    from induction.progress import progress as progress_reporter
+
     target = resolve_target(model, "depth_angles")
     bridge = target.bridge
     if tokens is None and text is not None:
@@ -159,16 +163,20 @@ def depth_angles(
     upd_sum = torch.zeros(max(n_layers - 1, 0), dtype=torch.float64)
     upd_sq = torch.zeros(max(n_layers - 1, 0), dtype=torch.float64)
     n = 0
-    for start in range(0, tokens.shape[0], chunk):
-        h = residual_states(bridge, tokens[start : start + chunk].to(dev))[:, :, 1:]
-        state = angle_deg(h[:-1], h[1:]).flatten(1)  # [L, tokens]
-        delta = h[1:] - h[:-1]
-        update = angle_deg(delta[:-1], delta[1:]).flatten(1)  # [L - 1, tokens]
-        state_sum += state.sum(1)
-        state_sq += (state**2).sum(1)
-        upd_sum += update.sum(1)
-        upd_sq += (update**2).sum(1)
-        n += state.shape[1]
+    starts = range(0, tokens.shape[0], chunk)
+    with progress_reporter(progress) as bar:
+        advance = bar.task(len(starts), f"depth angles of {target.name}")
+        for start in starts:
+            h = residual_states(bridge, tokens[start : start + chunk].to(dev))[:, :, 1:]
+            state = angle_deg(h[:-1], h[1:]).flatten(1)  # [L, tokens]
+            delta = h[1:] - h[:-1]
+            update = angle_deg(delta[:-1], delta[1:]).flatten(1)  # [L - 1, tokens]
+            state_sum += state.sum(1)
+            state_sq += (state**2).sum(1)
+            upd_sum += update.sum(1)
+            upd_sq += (update**2).sum(1)
+            n += state.shape[1]
+            advance()
 
     def stats(total: torch.Tensor, sq: torch.Tensor) -> tuple[list[float], list[float]]:
         mean = total / n
@@ -178,6 +186,21 @@ def depth_angles(
     s_mean, s_std = stats(state_sum, state_sq)
     u_mean, u_std = stats(upd_sum, upd_sq)
     return DepthAngles(target.name, s_mean, s_std, u_mean, u_std, n)
+
+
+#: One colour per model (Okabe and Ito's colour-blind-safe set, its yellow left out: too pale
+#: on white), ordered so the first five are far apart (CIELAB distance over 45); the last
+#: two are near vermillion and blue, told apart by their lightness.
+MODEL_COLORS = (
+    "#0072B2",  # blue
+    "#D55E00",  # vermillion
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#000000",  # black
+    "#E69F00",  # orange
+    "#56B4E9",  # sky blue
+)
+_DASHES = ("solid", "dash", "dot")
 
 
 def depth_figure(results: Sequence[DepthAngles], title: str | None = None):
@@ -195,24 +218,38 @@ def depth_figure(results: Sequence[DepthAngles], title: str | None = None):
         ),
     )
     for i, r in enumerate(results):
-        color = f"hsl({(i * 67) % 360},60%,45%)"
+        color = MODEL_COLORS[i % len(MODEL_COLORS)]
+        dash = _DASHES[i // len(MODEL_COLORS) % len(_DASHES)]  # colours repeat, dashed
         for col, angle in ((1, "state"), (2, "update")):
             means, stds = getattr(r, f"{angle}_mean"), getattr(r, f"{angle}_std")
             fig.add_trace(
                 go.Scatter(
                     x=list(range(len(means))),
                     y=means,
-                    error_y={"type": "data", "array": stds, "visible": True, "thickness": 1},
                     mode="lines+markers",
                     name=r.model,
                     legendgroup=r.model,
                     showlegend=col == 1,
-                    line={"color": color},
+                    line={"color": color, "dash": dash},
+                    marker={"color": color},
+                    error_y={
+                        "type": "data",
+                        "array": stds,
+                        "visible": True,
+                        "thickness": 1,
+                        "color": color,
+                    },
                 ),
                 row=1,
                 col=col,
             )
     fig.update_xaxes(title_text="layer l")
-    fig.update_yaxes(title_text="angle (degrees, mean ± sd over tokens)")
-    fig.update_layout(title=title or "Depth diagnostics (Liu et al. 2026)", template="plotly_white")
+    # one y title, on the left: the right panel's would crowd the left one
+    fig.update_yaxes(title_text="angle (degrees, mean ± sd over tokens)", row=1, col=1)
+    fig.update_layout(
+        title=title or "Depth diagnostics (Liu et al. 2026)",
+        template="plotly_white",
+        width=1000,  # room for both panel titles side by side
+        height=520,
+    )
     return fig

@@ -64,20 +64,23 @@ def depth(
         from induction.io import write_table, wrote
         from induction.loading import load_model
         from induction.plots import save_figure
+        from induction.progress import phase
 
         results = []
         for spec in models:
-            loaded = load_model(
-                spec, device=device, dtype=dtype, trust_remote_code=trust_remote_code
-            )
-            r = depth_angles(loaded, text=content, batch=batch)
+            with phase(f"loading {spec}"):
+                loaded = load_model(
+                    spec, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+                )
+            r = depth_angles(loaded, text=content, batch=batch, progress=True)
             results.append(r)
             mean_state = sum(r.state_mean) / len(r.state_mean)
             typer.echo(
                 f"{r.model}: {len(r.state_mean)} layers, mean state angle {mean_state:.1f} deg"
             )
             del loaded
-        note = save_figure(depth_figure(results), out)
+        with phase(f"drawing {out}"):
+            note = save_figure(depth_figure(results), out)
         if note:
             raise InputError(note)
         typer.echo(wrote(out))

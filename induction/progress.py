@@ -9,21 +9,28 @@
         for chunk in chunks:
             ...
             advance()          # or advance(n); advance.describe("new label")
+        with bar.phase("loading smollm2"):   # a step that cannot count its progress
+            ...
 
 On a terminal (or in Jupyter) ``bar.task`` draws a transient rich progress bar on stderr. When
 stderr is not a terminal (a log file, CI, a pipe) it writes plain lines instead, such as
 ``scanning heads: 6/12 (50%), 31 s elapsed, ~31 s left``: one each time another 10% is done
 or 10 s have passed since the last line, whichever comes first, and a closing ``done`` line.
-Tasks that finish within their first 2 s print nothing. ``INDUCTION_PROGRESS=bar|lines|off``
-overrides the choice. Disabled (``progress(False)``) every call is a no-op, so callers never
-branch on it.
+A phase (``bar.phase(label)``, or :func:`phase` on its own) shows a spinner row on a terminal;
+elsewhere it writes ``loading smollm2 ...`` once it has run 2 s and ``loading smollm2: done in
+43 s`` when it ends. Tasks and phases that finish within their first 2 s print nothing.
+``INDUCTION_PROGRESS=bar|lines|off`` overrides the choice. Disabled (``progress(False)``)
+every call is a no-op, so callers never branch on it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 MODES = ("bar", "lines", "off")
@@ -121,8 +128,47 @@ class _LineAdvance(Advance):
             self._line(self.clock())
 
 
+class _LinePhase:
+    """Lines mode of a phase: ``label ...`` once it has run :data:`LINE_QUIET_S` (a timer
+    thread, so a phase blocked in one long call still says so), ``label: done in N s`` at
+    its end when the first line was written."""
+
+    def __init__(self, label: str, stream: IO[str], clock=None):
+        self.label, self.stream, self.clock = label, stream, clock or time.monotonic
+        self._lock = threading.Lock()
+        self._ended = self._said = False
+        self._timer: threading.Timer | None = None
+
+    def __enter__(self) -> _LinePhase:
+        self.start = self.clock()
+        if LINE_QUIET_S <= 0:
+            self._say()
+        else:
+            self._timer = threading.Timer(LINE_QUIET_S, self._say)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def _say(self) -> None:
+        with self._lock:
+            if not self._ended:
+                print(f"{self.label} ...", file=self.stream, flush=True)
+                self._said = True
+
+    def __exit__(self, *exc) -> bool:
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:  # after this no line of the timer's can appear
+            self._ended = True
+        if self._said and exc[0] is None:
+            elapsed = self.clock() - self.start
+            print(f"{self.label}: done in {elapsed:.0f} s", file=self.stream, flush=True)
+        return False
+
+
 class Progress:
-    """Context manager behind :func:`progress`; ``task(total, label)`` gives an advance."""
+    """Context manager behind :func:`progress`; ``task(total, label)`` gives an advance,
+    ``phase(label)`` a context manager for a step that cannot count its progress."""
 
     def __init__(
         self,
@@ -176,6 +222,23 @@ class Progress:
             return line
         return _NOOP
 
+    @contextmanager
+    def phase(self, label: str) -> Iterator[None]:
+        """A step with no count (loading a model, one long pass): a spinner row on a
+        terminal, ``label ...`` and ``label: done in N s`` lines elsewhere when it lasts
+        more than 2 s, nothing when off."""
+        if self._bar is not None:
+            tid = self._bar.add_task(label, total=None)
+            try:
+                yield
+            finally:
+                self._bar.remove_task(tid)
+        elif self.mode == "lines":
+            with _LinePhase(label, self.stream or sys.stderr, self.clock):
+                yield
+        else:
+            yield
+
     def __exit__(self, *exc) -> bool:
         if self._bar is not None:
             self._bar.__exit__(*exc)
@@ -189,3 +252,11 @@ class Progress:
 def progress(enabled: bool = True, *, stream: IO[str] | None = None) -> Progress:
     """A progress reporter (see the module docstring); use it as a context manager."""
     return Progress(enabled, stream=stream)
+
+
+@contextmanager
+def phase(label: str, enabled: bool = True, *, stream: IO[str] | None = None) -> Iterator[None]:
+    """One phase (:meth:`Progress.phase`) with a reporter of its own; never open it inside
+    another reporter's block (two bars on one terminal garble each other)."""
+    with Progress(enabled, stream=stream) as bar, bar.phase(label):
+        yield

@@ -38,7 +38,9 @@ def scan(
             "stream take --seed; `ablate --prompt-seeds N` repeats with seeds seed..seed+N-1.)",
         ),
     ] = "3",
-    top: Annotated[int, typer.Option("--top", help="Heads shown in the table.")] = 10,
+    top: Annotated[
+        int, typer.Option("--top", help="Heads shown in the table and the --bar chart.")
+    ] = 10,
     scores: Annotated[
         str, typer.Option("--scores", help="Comma-separated scores to compute.")
     ] = _ALL_SCORES,
@@ -162,7 +164,8 @@ def scan(
                 continue
             from induction import plots
 
-            note = plots.save_figure(result.plot(kind), path)
+            # --top sizes the bar chart as it does the table
+            note = plots.save_figure(result.plot(kind, top=top), path)
             if note:
                 notes.append(note)
             else:

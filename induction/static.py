@@ -455,10 +455,12 @@ class _Renderer:
             title = plain(bar.title.text) if bar and bar.title else ""
             self._add_colorbar(m.coloraxis or id(t), mappable, ax, title)
         middle = tuple(colors[len(colors) // 2]) if len(colors) else line_color
+        # an outline of one colour of its own (e.g. a legend-only entry) shows in the legend
+        edge = edges if isinstance(edge_color, str) else middle
         return {
             "marker": marker,
             "markerfacecolor": "none" if opened else middle,
-            "markeredgecolor": middle,
+            "markeredgecolor": edge,
             "markeredgewidth": float(np.max(widths)) if widths.size else 0.0,
             "markersize": min(float(np.max(size)) if size.size else 6.0, 12) * PX,
         }

@@ -273,11 +273,48 @@ def _traces(pat, labels, cells, name: str, show_scale: bool, show_legend: bool):
 
 
 def _axes(n: int) -> dict:
-    tick = {"size": 8 if n > 60 else 10}
+    tick = {"size": _tick_size(n)}
     return {
-        "xaxis": {"type": "category", "tickfont": tick, "title": "key", "tickangle": -90},
-        "yaxis": {"type": "category", "tickfont": tick, "title": "query", "autorange": "reversed"},
+        "xaxis": {
+            "type": "category",
+            "tickfont": tick,
+            "title": "key",
+            "tickangle": -90,
+            "automargin": True,
+        },
+        "yaxis": {
+            "type": "category",
+            "tickfont": tick,
+            "title": "query",
+            "autorange": "reversed",
+            "automargin": True,
+        },
     }
+
+
+def _tick_size(n: int) -> int:
+    return 8 if n > 60 else 10
+
+
+def _margins(labels: Sequence[str], top: int) -> dict:
+    """Margins that hold the longest token label (below the keys, left of the queries) and
+    the axis title beyond it, so no label is cut (plotly's automargin may only add to them)."""
+    longest = max((len(s) for s in labels), default=1)
+    room = round(0.62 * _tick_size(len(labels)) * longest) + 50  # ~0.6 em a character
+    return {"l": room + 10, "b": room, "t": top, "r": 40}
+
+
+#: The legend inside the plot, top right: the causal pattern leaves that corner (keys after
+#: the query) empty, and below the plot it would sit among the rotated key labels.
+_LEGEND = {
+    "x": 0.99,
+    "xanchor": "right",
+    "y": 0.99,
+    "yanchor": "top",
+    "bgcolor": "rgba(255,255,255,0.85)",
+    "bordercolor": "#bbbbbb",
+    "borderwidth": 1,
+}
 
 
 def _dropdown(panels, labels, cells, title: str):
@@ -308,7 +345,8 @@ def _dropdown(panels, labels, cells, title: str):
         template="plotly_white",
         width=size + 120,
         height=size,
-        legend={"orientation": "h", "y": -0.12},
+        legend=_LEGEND,
+        margin=_margins(labels, top=110),
         **_axes(len(labels)),
     )
     if len(panels) > 1:
@@ -347,7 +385,8 @@ def _grid(panels, labels, cells, title: str):
         template="plotly_white",
         width=cols * panel + 120,
         height=rows * panel + 120,
-        legend={"orientation": "h", "y": -0.15},
+        legend=_LEGEND,
+        margin=_margins(labels, top=90),
     )
     return fig
 

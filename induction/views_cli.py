@@ -62,11 +62,16 @@ def show(
     check_outputs({"--out": out}, model_inputs(model))
     with claim_output(out):  # held for the whole run: one writer per output
         from induction.loading import load_model
+        from induction.progress import phase
         from induction.views import show_patterns
 
-        loaded = load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
-        fig = show_patterns(loaded, heads, prompt, seq_len=seq_len, seed=seed, layout=layout)
-        note = save_figure(fig, out)
+        with phase(f"loading {model}"):
+            loaded = load_model(
+                model, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+            )
+        with phase(f"drawing {out}"):
+            fig = show_patterns(loaded, heads, prompt, seq_len=seq_len, seed=seed, layout=layout)
+            note = save_figure(fig, out)
     if note:
         raise InputError(note)
     meta = fig.layout.meta

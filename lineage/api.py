@@ -113,7 +113,8 @@ class TraceConfig:
     the ancestor stage's scores. ``infer`` takes the lineage from weight similarity
     (:mod:`lineage.infer`) and, when the model has a log, reports the agreement. ``out`` writes
     the per-head ancestry table with scores; ``export`` writes the graph (suffix picks the
-    format, :mod:`lineage.export`).
+    format, :mod:`lineage.export`). ``progress`` reports the loading, the weight comparison
+    and the scans (:mod:`induction.progress`; ``induction lineage`` turns it on).
     """
 
     log: str | Path | DuplicationLog | None = None
@@ -133,6 +134,7 @@ class TraceConfig:
     trust_remote_code: bool = False
     out: str | Path | None = None
     export: list[str | Path] | None = None
+    progress: bool = False
 
     @property
     def export_paths(self) -> list[Path]:
@@ -295,8 +297,10 @@ def _inferred_lineage(traced: TracedModel, real_log: DuplicationLog | None, cfg:
         raise LineageError("a looped model's lineage is its loop plan; --infer is for grown models")
     source = traced.folder
     if source is None:
-        source = traced.load(**cfg.load_options).hf_model
-    inferred = infer_lineage(source, n_heads=traced.n_heads)
+        with _phase(cfg, f"loading {traced.name}"):
+            source = traced.load(**cfg.load_options).hf_model
+    with _phase(cfg, f"comparing the layers' weights of {traced.name}"):
+        inferred = infer_lineage(source, n_heads=traced.n_heads)
     agreement = compare_with_log(inferred, real_log) if real_log is not None else None
     lin = Lineage.build(inferred.to_log(), n_heads=traced.n_heads, n_layers=traced.n_layers)
     return lin, inferred, agreement
@@ -315,9 +319,11 @@ def get_scores(traced: TracedModel, cfg: TraceConfig):
     sc = _read_scores(cfg.scores, "score table")
     if sc is not None:
         return sc, str(cfg.scores) if _is_path(cfg.scores) else "given table"
-    loaded = traced.load(**cfg.load_options)
+    with _phase(cfg, f"loading {traced.name}"):
+        loaded = traced.load(**cfg.load_options)
     sc = _scan(loaded, cfg)
-    sc = _with_output_norm(sc, loaded)
+    with _phase(cfg, f"output norms of {traced.name}"):
+        sc = _with_output_norm(sc, loaded)
     return sc, f"scanned now (seeds {sc.attrs.get('seeds')}, batch {cfg.batch})"
 
 
@@ -350,7 +356,8 @@ def ancestor_scores(traced: TracedModel, lin, stage: int, cfg: TraceConfig):
         return init_sc
     from induction.loading import load_model
 
-    init_loaded = load_model(initial, **cfg.load_options)
+    with _phase(cfg, f"loading {initial}"):
+        init_loaded = load_model(initial, **cfg.load_options)
     if init_loaded.info.n_layers != lin.depths[stage]:
         raise LineageError(
             f"--initial model has {init_loaded.info.n_layers} layers but stage {stage} of the "
@@ -411,8 +418,15 @@ def _scan(loaded, cfg: TraceConfig):
     from induction.scores import induction_scores
 
     return induction_scores(
-        loaded, scores=cfg.score, seeds=cfg.seeds, batch=cfg.batch, progress=False
+        loaded, scores=cfg.score, seeds=cfg.seeds, batch=cfg.batch, progress=cfg.progress
     )
+
+
+def _phase(cfg: TraceConfig, label: str):
+    """A progress phase (:func:`induction.progress.phase`) when ``cfg.progress`` is on."""
+    from induction.progress import phase
+
+    return phase(label, cfg.progress)
 
 
 # --------------------------------------------------------------------------- trace
@@ -433,7 +447,8 @@ def trace(
 
     cfg = replace(config, **options) if config is not None else TraceConfig(**options)
     cfg.check()
-    traced = traced_model(model, **cfg.load_options)
+    with _phase(cfg, f"loading {model}" if isinstance(model, str | os.PathLike) else "loading"):
+        traced = traced_model(model, **cfg.load_options)
     refuse_overwrites(traced, cfg)
     lin, inferred, agreement = resolve_lineage(traced, cfg)
     stage = ancestor_stage(lin, cfg.stage)

@@ -156,6 +156,7 @@ def lineage(
             trust_remote_code=trust_remote_code,
             out=out,
             export=export or [],
+            progress=True,
         )
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))

@@ -167,17 +167,24 @@ def write_dot(g, path: str | Path) -> Path:
 # --------------------------------------------------------------------------- HTML
 
 
+#: Horizontal room a stage gives its layer's heads (fraction of the distance between stages).
+HEAD_SPAN = 0.6
+#: Colour of the top heads' outline (``highlight``).
+TOP_OUTLINE = "#d62728"
+
+
 def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
-    """A plotly Figure of the ancestry tree: x = stage, y = layer (+ head offset)."""
+    """A plotly Figure of the ancestry tree: x = stage, the heads of a layer side by side
+    around it; y = layer. Top heads (``highlight``) have a red outline (in the legend)."""
     import plotly.graph_objects as go
 
     score = g.graph.get("score", "induction")
     n_heads = int(g.graph.get("n_heads", 1))
-    spread = 0.7 / max(n_heads, 1)
+    step_x = HEAD_SPAN / max(n_heads - 1, 1)
 
     def xy(node):
         a = g.nodes[node]
-        return a["stage"], a["layer"] + (a["head"] - (n_heads - 1) / 2) * spread
+        return a["stage"] + (a["head"] - (n_heads - 1) / 2) * step_x, a["layer"]
 
     fig = go.Figure()
     by_kind: dict[str, tuple[list, list]] = {}
@@ -217,6 +224,12 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
             parts.append("top head")
         return "<br>".join(parts)
 
+    def outline(nodes, color: str, width: float) -> dict:
+        return {
+            "color": [TOP_OUTLINE if n in highlight else color for n in nodes],
+            "width": [2.5 if n in highlight else width for n in nodes],
+        }
+
     if unscored:
         fig.add_trace(
             go.Scatter(
@@ -224,7 +237,11 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
                 y=[xy(n)[1] for n in unscored],
                 mode="markers",
                 name="no score",
-                marker={"color": "#dddddd", "size": 9, "line": {"color": "#999999", "width": 1}},
+                marker={
+                    "color": "#dddddd",
+                    "size": [14 if n in highlight else 9 for n in unscored],
+                    "line": outline(unscored, "#999999", 1),
+                },
                 text=[hover(n) for n in unscored],
                 hoverinfo="text",
             )
@@ -236,21 +253,31 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
                 x=[xy(n)[0] for n in scored],
                 y=[xy(n)[1] for n in scored],
                 mode="markers",
-                name=score,
+                name=f"head (colour: {score})",
                 marker={
                     "color": values,
                     "colorscale": "Viridis",
                     "cmin": min(0.0, min(values)),
                     "cmax": max(1.0, max(values)),
                     "size": [15 if n in highlight else 10 for n in scored],
-                    "line": {
-                        "color": ["#d62728" if n in highlight else "#444444" for n in scored],
-                        "width": [2.5 if n in highlight else 0.5 for n in scored],
-                    },
+                    "line": outline(scored, "#444444", 0.5),
+                    "showscale": True,
                     "colorbar": {"title": {"text": score}},
                 },
                 text=[hover(n) for n in scored],
                 hoverinfo="text",
+            )
+        )
+    if highlight & set(g.nodes):
+        # a legend entry only: what the red outline means
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name="top head (red outline)",
+                marker={"color": "white", "size": 15, "line": {"color": TOP_OUTLINE, "width": 2.5}},
+                hoverinfo="skip",
             )
         )
     depths = [int(d) for d in str(g.graph.get("depths", "")).split(",") if d]
@@ -263,20 +290,32 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
         for s, d in enumerate(depths)
     ]
     title_lines = textwrap.wrap(title or f"Head ancestry ({g.graph.get('name', '')})", 80)
+    height = max(420, 60 * (max(depths) if depths else 8) + 200)
+    # about 24 px per head within a stage, so a layer's heads do not overlap
+    width = min(2400, 260 + max(1, len(depths)) * max(300, round(24 * n_heads / HEAD_SPAN)))
+    top = 40 + 24 * len(title_lines)  # the title; the legend above the plot adds its height
     fig.update_layout(
         # plotly does not wrap titles; a summary sentence would run off the figure
-        title={"text": "<br>".join(title_lines), "font": {"size": 14}},
-        margin={"t": 60 + 20 * len(title_lines)},
+        title={
+            "text": "<br>".join(title_lines),
+            "font": {"size": 14},
+            "y": 1 - 15 / height,
+            "yanchor": "top",
+        },
+        margin={"t": top},
         xaxis={
             "title": {"text": "growth stage"},
             "tickvals": list(range(len(depths))),
             "ticktext": ticks,
+            "range": [-0.5, max(len(depths), 1) - 0.5],
             "zeroline": False,
+            "showgrid": False,
         },
         yaxis={"title": {"text": "layer"}, "dtick": 1, "zeroline": False},
         template="plotly_white",
-        height=max(420, 60 * (max(depths) if depths else 8) + 160),
-        legend={"orientation": "h", "y": -0.15},
+        width=width,
+        height=height,
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.01, "yanchor": "bottom"},
         hovermode="closest",
     )
     return fig

@@ -1,5 +1,6 @@
 """Shared fixtures: a tiny Llama checkpoint folder with the zoo tokenizer (loads in < 1 s),
-the real SmolLM2 dequantized once per run, and a cache root private to the test run."""
+the real SmolLM2 dequantized once per run, a cache root private to the test run, and progress
+reporting off unless a test turns it on."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ def pytest_configure(config):
     global _RUN_CACHE
     _RUN_CACHE = Path(tempfile.mkdtemp(prefix="induction-test-cache-"))
     os.environ["INDUCTION_CACHE"] = str(_RUN_CACHE)
+    # No progress lines unless a test asks (monkeypatch.delenv): a step that happens to take
+    # over 2 s on a busy machine would otherwise add lines to stderr that tests compare.
+    os.environ.setdefault("INDUCTION_PROGRESS", "off")
 
 
 def pytest_unconfigure(config):

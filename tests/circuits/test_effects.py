@@ -59,3 +59,30 @@ def test_head_effects_result(tmp_path):
     assert len(df) == 32 and {"effect", "atp", "rank"} <= set(df.columns)
     assert set(r.corr) == {"pearson", "spearman"}
     assert r.save(tmp_path / "e.csv").is_file()
+
+
+def test_plot_colour_bars_apart_with_units_and_layer_0_on_top(tmp_path):
+    """effects.html: each panel's colour bar beside it (not stacked on the other's), titled
+    with its unit; layers run down from 0 as in the scan heatmap."""
+    import pandas as pd
+
+    from circuits.effects import EffectsResult
+    from induction.plots import heatmap, save_figure
+
+    L, H = 3, 4
+    g = torch.Generator().manual_seed(0)
+    effect, atp = torch.randn(L, H, generator=g), 0.2 * torch.randn(L, H, generator=g)
+    r = EffectsResult("m", "zero", "task", 1.0, effect, effect.abs() / 10, atp, None)
+    fig = r.plot()
+    lay = fig.layout
+    bars = [t.colorbar for t in fig.data]
+    assert len(bars) == 2 and all("nats" in b.title.text for b in bars)
+    # each bar just right of its own panel: the left one between the panels
+    assert lay.xaxis.domain[1] < bars[0].x < lay.xaxis2.domain[0] < lay.xaxis2.domain[1] < bars[1].x
+    assert bars[0].xanchor == bars[1].xanchor == "left"
+    scan = heatmap(pd.DataFrame({"layer": [0, 1], "head": [0, 0], "induction": [0.1, 0.9]}))
+    assert lay.yaxis.autorange == lay.yaxis2.autorange == scan.layout.yaxis.autorange == "reversed"
+    assert list(fig.data[0].y) == ["0", "1", "2"]  # layer 0 first, so at the top
+    assert save_figure(fig, tmp_path / "e.png") is None and (tmp_path / "e.png").stat().st_size
+    only = EffectsResult("m", "zero", "task", 1.0, effect, effect, None, None).plot()
+    assert len(only.data) == 1 and "nats" in only.data[0].colorbar.title.text

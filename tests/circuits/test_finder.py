@@ -71,3 +71,33 @@ def test_circuits_cli_prints_partners_and_lineage():
     assert result.exit_code == 0, result.output
     assert "K-composition baseline" in result.output
     assert "circuit lineage:" in result.output
+
+
+@pytest.mark.parametrize(
+    "command, label",
+    [
+        (["circuits", "--threshold", "0"], ": ablating partners"),
+        (["effects"], ": ablating each head"),
+    ],
+)
+def test_cli_reports_progress_when_stderr_is_not_a_terminal(
+    command, label, tiny_llama_factory, tmp_path, monkeypatch
+):
+    """A log or a pipe gets one-line progress: the model loading and the ablation passes
+    (each line at most 10% apart here: the quiet first 2 s are turned off for the tiny
+    model), and the table still goes to stdout alone."""
+    import induction.progress
+
+    monkeypatch.delenv("INDUCTION_PROGRESS", raising=False)
+    monkeypatch.setattr(induction.progress, "LINE_QUIET_S", 0.0)
+    model = str(tiny_llama_factory(tmp_path / "tiny3", n_layers=3))
+    args = [command[0], model, *command[1:], "--batch", "2", "--seq-len", "8"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert f"loading {model} ..." in lines
+    assert any(ln.startswith(f"loading {model}: done in ") for ln in lines)
+    passes = [ln for ln in lines if label in ln]
+    assert len(passes) >= 3, lines
+    assert "(100%), done in " in passes[-1], passes
+    assert not any(label in ln for ln in result.stdout.splitlines())

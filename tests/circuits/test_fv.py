@@ -87,3 +87,23 @@ def test_exclusion_ablation_keeps_the_excluded_heads_out_of_target_and_controls(
     free = plan_heads(tiny, frac=0.25, score="fv", scores=table, n_controls=20)
     assert any(set(c) & excluded for c in free.controls)
     assert "fv" in __import__("ablation.run", fromlist=["x"]).SCORE_PROVIDERS
+
+
+def test_cli_writes_one_row_per_head_with_its_spread(tiny_llama_dir, tmp_path):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from induction.cli import app
+
+    out = tmp_path / "fv.csv"
+    args = ["fv", str(tiny_llama_dir), "--task", "antonyms", "--n-prompts", "2", "--shots", "2",
+            "--seeds", "2", "--out", str(out), "--threads", "1"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out)
+    assert len(table) == 8 and {"layer", "head", "rank", "fv", "fv_std", "cie:antonyms"} <= set(
+        table.columns
+    )
+    assert table["fv_std"].notna().all()  # two seeds: a spread
+    bad = CliRunner().invoke(app, ["fv", str(tiny_llama_dir), "--task", "nope"])
+    assert bad.exit_code == 2 and "unknown words task" in bad.stderr

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dynamics.dataset import COLUMNS, read_dataset
+from dynamics.series import series_hint
 from dynamics.sweep import SweepSettings, discover, sweep
 from induction.cli import app
 
@@ -154,6 +155,35 @@ def test_summary_counts_models_in_the_singular_and_plural(tmp_path):
     assert one.startswith(f"sweep: 1 model into {tmp_path}: 1 scored, 0 already done")
     assert SweepReport(out=tmp_path, items=2).summary().startswith("sweep: 2 models into")
     assert SweepReport(out=tmp_path).summary().startswith("sweep: 0 models into")
+
+
+def test_a_zoo_name_that_ships_a_series_says_how_to_sweep_the_series(tmp_path):
+    """``induction sweep lidas8-s0`` scores the final model only (a name is one model) and
+    says in one line on stderr how to sweep the series the model ships; the command it gives
+    names the run folder, which the sweep takes as the whole series. The timeline of such a
+    dataset says "1 checkpoint" and gives the same command."""
+    import re
+
+    ds, fig = tmp_path / "ds", tmp_path / "t.html"
+    args = ["sweep", "lidas8-s0", "--scores", "induction", "--batch", "1", "--seeds", "1"]
+    result = CliRunner().invoke(app, [*args, "--device", "cpu", "--out", str(ds)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"sweep: 1 model into {ds}: 1 scored")
+    notes = [ln for ln in result.stderr.splitlines() if ln.startswith("note: ")]
+    assert len(notes) == 1, result.stderr
+    m = re.search(r"series of (\d+) checkpoints.*: induction sweep (\S+) --out DIR$", notes[0])
+    assert m and notes[0].startswith("note: lidas8-s0 ships a series of"), notes[0]
+    series = discover([m.group(2)])
+    assert len(series) == int(m.group(1)) + 1 and series[-1].checkpoint == "final"
+    assert series[0].model == "lidas8-s0" and series[0].checkpoint.startswith("step-")
+    result = CliRunner().invoke(app, ["timeline", str(ds), "--out", str(fig)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("lidas8-s0: 1 checkpoint, "), result.stdout
+    hint = [ln for ln in result.stderr.splitlines() if ln.startswith("note: ")]
+    assert len(hint) == 1 and "one checkpoint" in hint[0], result.stderr
+    assert f"induction sweep {m.group(2)} --out DIR" in hint[0]
+    for name in ("dense", "grown-s0", str(series[0].spec), "org/tiny"):
+        assert series_hint(name) is None  # no series, or a checkpoint folder itself
 
 
 @pytest.mark.parametrize(

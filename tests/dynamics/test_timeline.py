@@ -41,6 +41,16 @@ def test_dense_timeline():
     assert "1 of 2 heads formed" in tl.sentence() and tl.figure().data
 
 
+def test_one_checkpoint_in_the_singular_with_a_hint():
+    one = build_timeline(_rows([("final", 9, None, 0, 1)], {("final", 0, 0): 0.7}))
+    assert one.sentence().startswith("m: 1 checkpoint, 1 of 1 heads formed")
+    assert one.hint.startswith("one checkpoint, so nothing to follow over training")
+    assert "run folder" in one.hint  # "nowhere" ships no series: what a series is
+    ck = [("step-0", 0, None, 0, 1), ("final", 9, None, 0, 1)]
+    two = build_timeline(_rows(ck, {("step-0", 0, 0): 0.1, ("final", 0, 0): 0.7}))
+    assert two.sentence().startswith("m: 2 checkpoints, ") and two.hint is None
+
+
 def test_grown_timeline_follows_ancestors_across_growth():
     # 1 layer -> 2 layers (layer 1 a copy of layer 0) at step 10
     event = {"step": 10, "operator": "copy", "depth_before": 1, "depth_after": 2, "source": [0, 1]}
@@ -64,7 +74,51 @@ def test_grown_timeline_follows_ancestors_across_growth():
     assert bool(f.loc[1, "ancestor_formed_before_growth"])
     assert f.loc[1, "score_pre_growth"] == 0.5 and f.loc[1, "score_post_growth"] == 0.5
     assert pd.isna(f.loc[0, "formed_step"])
-    assert "1 of the top 2 heads descend" in tl.sentence()
+    assert "1 of the 1 formed heads descend" in tl.sentence()
+
+
+def test_count_of_formed_heads_from_formed_ancestors_and_the_legend():
+    """The summary counts, out of the heads that formed, those whose ancestor had formed
+    before growth (a dip just after growth does not undo that); the legend says "not
+    formed" for a head that never formed (never "<NA>")."""
+    event = {"step": 10, "operator": "copy", "depth_before": 1, "depth_after": 2, "source": [0, 1]}
+    event["insert_at"] = 1
+    event["layer_map"] = [[[0, 1.0]], [[0, 1.0]]]
+    fmt = {"format": "induction-workbench/duplication-log", "version": 1, "initial_depth": 1}
+    log = DuplicationLog.from_json({**fmt, "events": [event]})
+    ck = [
+        ("step-0", 0, None, 0, 1),
+        ("step-10-pre", 10, "before", 0, 1),
+        ("step-10", 10, "after", 1, 2),
+        ("final", 20, None, 1, 2),
+    ]
+    before = {0: (0.1, 0.5), 1: (0.1, 0.6), 2: (0.1, 0.1), 3: (0.1, 0.1)}  # L0Hh ancestors
+    after = {  # (layer, head): (step-10, final)
+        (0, 0): (0.35, 0.7),  # ancestor formed; dips below 0.4 after growth, forms again
+        (1, 0): (0.5, 0.8),
+        (0, 1): (0.45, 0.5),
+        (1, 1): (0.45, 0.65),
+        (0, 2): (0.3, 0.5),  # forms after growth, from an ancestor that had not
+        (0, 3): (0.3, 0.45),
+        (1, 2): (0.2, 0.1),  # never forms
+        (1, 3): (0.1, 0.1),
+    }
+    vals = {}
+    for h, (v0, pre) in before.items():
+        vals |= {("step-0", 0, h): v0, ("step-10-pre", 0, h): pre}
+    for (layer, h), (post, end) in after.items():
+        vals |= {("step-10", layer, h): post, ("final", layer, h): end}
+    tl = build_timeline(_rows(ck, vals), duplication_log=log)
+    f = tl.formed.set_index(["layer", "head"])
+    assert f.loc[(0, 0), "formed_step"] == 20
+    assert bool(f.loc[(0, 0), "ancestor_formed_before_growth"])
+    assert not f.loc[[(0, 2), (0, 3), (1, 2)], "ancestor_formed_before_growth"].any()
+    sentence = tl.sentence()
+    assert "6 of 8 heads formed" in sentence
+    assert "4 of the 6 formed heads descend from a head formed before it" in sentence
+    names = [t.name for t in tl.figure(top=8).data]
+    assert "L1H0, formed at 10" in names and "L0H0, formed at 20" in names
+    assert "L1H2, not formed" in names and not any("<NA>" in n for n in names)
 
 
 def test_timeline_cli(tiny_run, tmp_path):

@@ -60,3 +60,39 @@ def test_depth_angles_on_text_and_scan_prompts(tmp_path):
     assert all(0 <= x <= 180 for x in b.state_mean + b.update_mean)
     with pytest.raises(InputError, match="fewer than 3 tokens"):
         depth_angles(loaded, text="the")
+
+
+def _lab(color: str) -> tuple[float, float, float]:
+    """CIELAB (D65) of a ``#rrggbb`` colour."""
+    rgb = [int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb)
+    x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047
+    y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
+
+    def f(t):
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def test_figure_draws_each_model_in_a_clearly_distinct_colour():
+    """Five families, five colours far apart (the old hue steps drew grown and looped in two
+    greens 41 apart in CIELAB); past the palette, lines repeat a colour dashed."""
+    import itertools
+    import math
+
+    from induction.depth import MODEL_COLORS, DepthAngles
+
+    names = ["dense", "grown", "looped", "lidas", "looped-p", "a", "b", "c"]
+    results = [DepthAngles(n, [10.0, 20.0], [1.0, 1.0], [30.0], [2.0], 5) for n in names]
+    fig = depth_figure(results)
+    shown = [t for t in fig.data if t.showlegend]
+    assert [t.name for t in shown] == names
+    colors = [t.line.color for t in shown]
+    assert colors[:7] == list(MODEL_COLORS) and len(set(colors[:7])) == 7
+    for a, b in itertools.combinations(colors[:5], 2):
+        assert math.dist(_lab(a), _lab(b)) > 45, (a, b)
+    assert shown[7].line.color == colors[0] and shown[7].line.dash != shown[0].line.dash
+    for t in fig.data:  # error bars and markers in the line's colour
+        assert t.marker.color == t.error_y.color == t.line.color

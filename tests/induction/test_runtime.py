@@ -164,3 +164,27 @@ def test_off_and_single_step_tasks_are_noops():
     with Progress(True, stream=out, mode="lines") as bar:
         bar.task(1, "one")()
     assert out.getvalue() == ""
+
+
+def test_phase_says_a_slow_step_while_it_runs_and_when_it_ends(monkeypatch):
+    """A step with no count (a model loading): nothing when it is quick; once it has run the
+    quiet time a line, written by a timer while the step still blocks, and a closing line."""
+    import time
+
+    import induction.progress
+
+    out = io.StringIO()
+    with Progress(True, stream=out, mode="lines") as bar, bar.phase("quick"):
+        pass
+    with Progress(False, stream=out) as bar, bar.phase("off"):
+        pass
+    assert out.getvalue() == ""
+    monkeypatch.setattr(induction.progress, "LINE_QUIET_S", 0.05)
+    clock = FakeClock()
+    with Progress(True, stream=out, mode="lines", clock=clock) as bar, bar.phase("loading x"):
+        deadline = time.monotonic() + 10
+        while not out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the step blocks; the timer thread speaks
+        assert out.getvalue() == "loading x ...\n"
+        clock.t += 43
+    assert out.getvalue().splitlines() == ["loading x ...", "loading x: done in 43 s"]

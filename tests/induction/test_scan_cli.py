@@ -36,6 +36,22 @@ def test_scan_writes_table_figures_and_prints_top_heads(tiny_llama_dir, tmp_path
         assert "<html" in html[:200].lower() and "plotly" in html
 
 
+def test_bar_chart_title_follows_top(tiny_llama_dir, tmp_path, monkeypatch):
+    """--bar draws the --top heads and its title says so (it drew the default 20, or all)."""
+    from induction import plots
+
+    drawn, save = [], plots.save_figure
+    monkeypatch.setattr(plots, "save_figure", lambda fig, to: drawn.append(fig) or save(fig, to))
+    bar = tmp_path / "b.html"
+    result = scan(
+        tiny_llama_dir, "--seq-len", 8, "--batch", 2, "--seeds", 1, "--top", 3, "--bar", bar
+    )
+    assert result.exit_code == 0, result.output
+    (fig,) = drawn
+    assert fig.layout.title.text.endswith("top 3") and len(fig.data[0].x) == 3
+    assert "top 3" in bar.read_text()
+
+
 def test_scan_parquet_subset_of_scores_and_tl_convention(tiny_llama_dir, tmp_path):
     out = tmp_path / "s.parquet"
     result = scan(

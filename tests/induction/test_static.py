@@ -151,6 +151,24 @@ def test_fallback_reads_titles_ticks_colour_bar_and_legend():
     assert left.get_shared_y_axes().joined(left, right)  # px facets match their y axes
 
 
+def test_legend_shows_an_outline_of_its_own_colour():
+    """A legend-only entry for an outline (the lineage graph's top heads: white, red edge)
+    shows the red edge, not the fill colour drawn twice."""
+    import plotly.graph_objects as go
+
+    from induction.static import _Renderer
+
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1], mode="markers", name="head"))
+    marker = {"color": "white", "size": 15, "line": {"color": "#d62728", "width": 2.5}}
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="top", marker=marker))
+    r = _Renderer(fig, 1)
+    r.png()
+    (legend,) = r.figure.legends
+    handles = dict(zip((t.get_text() for t in legend.get_texts()), legend.legend_handles))
+    assert handles["top"].get_markeredgecolor() == "#d62728"
+    assert handles["top"].get_markerfacecolor() != handles["top"].get_markeredgecolor()
+
+
 def test_label_text_keeps_tokens_that_look_like_tags():
     from induction.static import plain
 

@@ -82,6 +82,34 @@ def test_repeated_prompt_view(grown):
     assert [a.text.split(":")[0] for a in grid.layout.annotations][:2] == ["L4H1", "L5H2"]
 
 
+def test_long_labels_fit_and_the_legend_stays_off_the_key_axis(grown, monkeypatch, tmp_path):
+    """SmolLM2's labels ("0:<|im_start|>"): the margins hold the longest (none cut), and the
+    legend sits inside the plot's empty top-right corner (keys after the query), not below
+    the plot between the rotated key labels and the axis title."""
+    from induction import views
+    from induction.plots import save_figure
+
+    plain = views.token_labels
+
+    def long_labels(tok, ids):
+        return ["0:<|im_start|>"] + plain(tok, ids)[1:]
+
+    monkeypatch.setattr(views, "token_labels", long_labels)
+    for layout in ("dropdown", "grid"):
+        fig = show_patterns(grown, "L4H1,L5H2", seq_len=8, layout=layout)
+        lay = fig.layout
+        size = lay.xaxis.tickfont.size
+        longest = max(len(s) for s in fig.data[0].x)
+        assert longest == len("0:<|im_start|>")
+        need = 0.6 * size * longest + 30  # ~0.6 em a character, then the axis title
+        assert lay.margin.b >= need and lay.margin.l >= need
+        assert lay.xaxis.automargin and lay.yaxis.automargin
+        legend = lay.legend
+        assert legend.orientation != "h" and 0 <= legend.x <= 1 and 0 <= legend.y <= 1
+        assert (legend.xanchor, legend.yanchor) == ("right", "top")
+    assert save_figure(fig, tmp_path / "v.png") is None
+
+
 def test_errors(grown):
     with pytest.raises(InputError, match="empty prompt"):
         show_patterns(grown, "L0H0", prompt="  ")

@@ -163,3 +163,39 @@ def test_html_opens_in_headless_chromium_without_console_errors(tmp_path):
         "<html><head></head><body><script>throw new Error('boom')</script></body></html>"
     )
     assert any("boom" in e for e in browser_check(bad)["errors"])
+
+
+def test_html_figure_spreads_a_layers_heads_and_names_the_outline():
+    """A layer's 8 heads sit apart (further than the largest marker), and the top heads' red
+    outline has a legend entry."""
+    from lineage.export import HEAD_SPAN, TOP_OUTLINE, figure
+
+    n_heads = 8
+    log = grown_log()
+    sc = pd.DataFrame(
+        [(lay, h, 0.1 * h) for lay in range(8) for h in range(n_heads)],
+        columns=["layer", "head", "induction"],
+    )
+    g = lineage_graph(log, n_heads, scores=sc, name="t")
+    top = [node_id(3, 5, h) for h in range(3)]
+    fig = figure(g, highlight=top)
+    nodes = [t for t in fig.data if t.mode == "markers" and t.x[0] is not None]
+    xs = [x for t in nodes for x in t.x]
+    ys = [y for t in nodes for y in t.y]
+    assert len(xs) == g.number_of_nodes()
+    rows: dict[tuple, list[float]] = {}
+    for x, y in zip(xs, ys):
+        rows.setdefault((round(x), y), []).append(x)  # (stage, layer): its heads
+    assert len(rows) == sum(log.depths()) and all(len(r) == n_heads for r in rows.values())
+    # pixels between neighbouring heads: the x axis spans the stages over the plot's width
+    lo, hi = fig.layout.xaxis.range
+    plot_width = fig.layout.width - 80 - 80 - 100  # plotly's default margins, the colour bar
+    gap = min(b - a for r in rows.values() for a, b in zip(sorted(r), sorted(r)[1:]))
+    assert gap * plot_width / (hi - lo) >= 15  # the top heads' markers: 15 px
+    assert max(max(r) - min(r) for r in rows.values()) == pytest.approx(HEAD_SPAN)
+    legend = [t for t in fig.data if t.name == "top head (red outline)"]
+    assert len(legend) == 1 and legend[0].showlegend is not False
+    assert legend[0].marker.line.color == TOP_OUTLINE
+    scored = next(t for t in fig.data if t.name == "head (colour: induction)")
+    assert scored.marker.showscale and scored.marker.colorbar.title.text == "induction"
+    assert not any(t.name == "top head (red outline)" for t in figure(g).data)  # none: no entry
