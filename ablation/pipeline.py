@@ -194,7 +194,7 @@ def ablate(
     tasks = None
     if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "regbench"):
         tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
-    loaded = _loaded(model, device, dtype)
+    loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
     suite = cfg.suite or default_suite(loaded.info)
     if tasks is None:
         tasks = build_tasks(cfg, suite, loaded)
@@ -322,7 +322,7 @@ def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log) -> Ablatio
 
     say = log or (lambda _msg: None)
     suite = backend.prepare(cfg)  # unknown tasks / unreachable datasets fail before loading
-    loaded = _loaded(model, device, dtype)
+    loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
     backend.check_readable(suite, loaded.tokenizer)
     cache_path = default_cache_path(loaded) if cfg.cache else None
     plan = plan_for(loaded, cfg, scores, cache_path, log=say)
@@ -455,9 +455,9 @@ def _prompt_limit(cfg: AblationConfig, loaded, suite: str) -> int | None:
     return prompt_budget(loaded)
 
 
-def _loaded(model: Any, device: str, dtype: str | None):
+def _loaded(model: Any, device: str, dtype: str | None, trust_remote_code: bool = False):
     if hasattr(model, "bridge") and hasattr(model, "info"):
         return model
     from induction.loading import load_model
 
-    return load_model(model, device=device, dtype=dtype)
+    return load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
