@@ -14,8 +14,9 @@ The guarantees of docs/safety.md are built here, once, for every command:
   claiming, temporaries that a killed run left (``.NAME.XXXXXXXX.tmp``, ``.NAME.old.XXXXXXXX``)
   are removed, or put back when they hold the only copy, and stderr says so.
 - :func:`wrote` says ``replaced X`` or ``wrote X``.
-- :func:`check_output_size` refuses an output larger than the free disk space, and one above
-  :data:`LARGE_OUTPUT_BYTES` unless the user confirmed it.
+- :func:`check_output_size` refuses an output larger than the free disk space, and one that
+  would fill more than :data:`FREE_SHARE` of it (or exceed an explicit size limit) unless the
+  user confirmed it.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ from typing import Any
 from induction.errors import InputError
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".json", ".jsonl")
-#: Outputs above this many bytes need an explicit yes (``--yes``); ``$INDUCTION_LARGE_OUTPUT``
-#: (bytes) overrides it.
-LARGE_OUTPUT_BYTES = 2 * 2**30
+#: An explicit size limit (bytes) above which outputs need a yes (``--yes``); None: no fixed
+#: limit (a 7B model is 14 GB; mergekit users do not expect a prompt for it).
+#: ``$INDUCTION_LARGE_OUTPUT`` (bytes) sets one.
+LARGE_OUTPUT_BYTES: int | None = None
+#: Outputs that would take more than this share of the disk's free space need a yes.
+FREE_SHARE = 0.5
 
 _held: dict[str, list] = {}  # lock path -> [thread id, depth, fd]
 _held_guard = threading.Lock()
@@ -342,7 +346,7 @@ def _same_file(a: Path, b: Path) -> bool:
 # --------------------------------------------------------------------------- sizes
 
 
-def large_output_bytes() -> int:
+def large_output_bytes() -> int | None:
     """:data:`LARGE_OUTPUT_BYTES`, or ``$INDUCTION_LARGE_OUTPUT`` (bytes) when set."""
     env = os.environ.get("INDUCTION_LARGE_OUTPUT")
     try:
@@ -360,8 +364,9 @@ def _gib(n: int) -> str:
 def check_output_size(
     out: str | Path, nbytes: int, *, confirmed: bool, flag: str = "--yes"
 ) -> None:
-    """Refuse to write ``nbytes`` to ``out`` if the disk lacks the space, or if it is above
-    :func:`large_output_bytes` and not ``confirmed`` (the user passed ``flag``)."""
+    """Refuse to write ``nbytes`` to ``out`` if the disk lacks the space, or, unless
+    ``confirmed`` (the user passed ``flag``), if it would fill more than :data:`FREE_SHARE` of
+    the free space or exceed :func:`large_output_bytes` when a limit is set."""
     out = Path(out).expanduser().absolute()
     parent = out.parent
     while not parent.exists() and parent != parent.parent:
@@ -372,11 +377,18 @@ def check_output_size(
             f"{out} would take about {_gib(nbytes)} but only {_gib(free)} are free on its "
             "disk; free space or choose another output path"
         )
+    if confirmed:
+        return
+    if nbytes > FREE_SHARE * free:
+        raise InputError(
+            f"{out} would take about {_gib(nbytes)}, more than half of the {_gib(free)} free on "
+            f"its disk; pass {flag} to write it"
+        )
     limit = large_output_bytes()
-    if nbytes > limit and not confirmed:
+    if limit is not None and nbytes > limit:
         raise InputError(
             f"{out} would take about {_gib(nbytes)}, above the {_gib(limit)} limit for writing "
-            f"without asking; pass {flag} to write it"
+            f"without asking ($INDUCTION_LARGE_OUTPUT); pass {flag} to write it"
         )
 
 

@@ -160,7 +160,8 @@ def write_restacked(
     The output is claimed for the whole write (:func:`induction.io.claim_output`: a concurrent
     run to the same ``out`` fails at once) and its size is estimated from the safetensors
     headers first: more than the free disk space is refused, and more than
-    :data:`induction.io.LARGE_OUTPUT_BYTES` needs ``allow_large`` (``--yes``).
+    filling more than half the free disk (or above ``$INDUCTION_LARGE_OUTPUT``) needs
+    ``allow_large`` (``--yes``).
     """
     from induction.io import check_outputs, claim_output
 

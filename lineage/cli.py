@@ -201,7 +201,9 @@ def grow(
     yes: Annotated[
         bool,
         typer.Option(
-            "--yes", help="Write an output above the size limit (2 GiB) without refusing."
+            "--yes",
+            help="Write an output that would fill more than half the disk's free space (or "
+            "exceed $INDUCTION_LARGE_OUTPUT bytes) without refusing.",
         ),
     ] = False,
 ) -> None:

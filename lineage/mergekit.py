@@ -236,7 +236,8 @@ def apply_mergekit(
     (weights, config, tokenizer files) and its ``duplication_log.json`` to ``out``.
 
     The output size is estimated first (:func:`lineage.checkpoint.write_restacked`): a stack
-    above :data:`induction.io.LARGE_OUTPUT_BYTES` needs ``allow_large``."""
+    filling more than half the free disk (or above ``$INDUCTION_LARGE_OUTPUT``) needs
+    ``allow_large``."""
     from lineage.checkpoint import read_checkpoint, write_restacked
 
     src = read_checkpoint(checkpoint)

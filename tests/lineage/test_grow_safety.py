@@ -112,3 +112,17 @@ def test_output_larger_than_free_space_is_refused(grown_dir, tmp_path):
     with pytest.raises(InputError, match="free"):
         check_output_size(tmp_path / "x", free * 2, confirmed=True)
     check_output_size(tmp_path / "x", 10, confirmed=False)
+
+
+def test_a_large_model_asks_only_when_it_would_fill_most_of_the_disk(tmp_path):
+    """No fixed size limit by default: 14 GB (a 7B model) on a disk with room asks nothing;
+    more than half the free space needs --yes."""
+    import shutil
+
+    from induction.io import check_output_size
+
+    free = shutil.disk_usage(tmp_path).free
+    check_output_size(tmp_path / "x", int(free * 0.4), confirmed=False)
+    with pytest.raises(InputError, match="more than half .* --yes"):
+        check_output_size(tmp_path / "x", int(free * 0.6), confirmed=False)
+    check_output_size(tmp_path / "x", int(free * 0.6), confirmed=True)
