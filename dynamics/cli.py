@@ -128,6 +128,8 @@ def timeline(
 
     if top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
+    if threshold is not None and not 0 <= threshold <= 1:  # NaN fails both comparisons
+        raise InputError(f"--threshold must be in [0, 1], got {threshold}")
     check_output_path(out, FIGURE_SUFFIXES)
     check_output_path(table, TABLE_SUFFIXES, "--table")
     prepare_outputs({"--out": out, "--table": table}, [dataset])

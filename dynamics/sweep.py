@@ -515,7 +515,7 @@ def _run_ray(todo, settings, address: str | None) -> Iterator[Outcome]:
             root = str(Path(__file__).resolve().parents[1])
             path = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
             kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
-            kwargs["num_cpus"] = int(os.environ.get("INDUCTION_RAY_CPUS", "0")) or None
+            kwargs["num_cpus"] = _ray_cpus()
         else:
             kwargs["address"] = address
         try:
@@ -540,3 +540,15 @@ def _run_ray(todo, settings, address: str | None) -> Iterator[Outcome]:
     finally:
         if started:
             ray.shutdown()
+
+
+def _ray_cpus() -> int | None:
+    """``$INDUCTION_RAY_CPUS`` (CPUs of a local Ray instance; unset or 0: Ray's default)."""
+    text = os.environ.get("INDUCTION_RAY_CPUS", "0").strip() or "0"
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InputError(f"$INDUCTION_RAY_CPUS must be a whole number >= 0, got {text!r}")
+    return value or None

@@ -211,3 +211,16 @@ def test_cli_ray_missing_and_out_a_file(tmp_path, monkeypatch):
     (tmp_path / "f").write_text("x")
     result = CliRunner().invoke(app, ["sweep", "grown", "--out", str(tmp_path / "f")])
     assert result.exit_code == 2 and "is a file" in result.output
+
+
+def test_ray_cpus_must_be_a_count(monkeypatch):
+    from dynamics.sweep import _ray_cpus
+    from induction.errors import InputError
+
+    monkeypatch.setenv("INDUCTION_RAY_CPUS", "two")
+    with pytest.raises(InputError, match="INDUCTION_RAY_CPUS must be a whole number"):
+        _ray_cpus()
+    monkeypatch.setenv("INDUCTION_RAY_CPUS", "3")
+    assert _ray_cpus() == 3
+    monkeypatch.delenv("INDUCTION_RAY_CPUS")
+    assert _ray_cpus() is None

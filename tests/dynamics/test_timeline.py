@@ -1,6 +1,7 @@
 """Formation timeline: formation steps on synthetic rows, growth, ancestry, the CLI."""
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from dynamics.timeline import build_timeline, formation_step
@@ -143,3 +144,17 @@ def test_timeline_cli(tiny_run, tmp_path):
     ):
         result = runner.invoke(app, bad)
         assert result.exit_code == 2 and message in result.output, result.output
+
+
+@pytest.mark.parametrize("value", ["nan", "1e309", "-1", "1.5"])
+def test_threshold_out_of_range_is_refused_before_reading(tmp_path, value, one_line_error):
+    from typer.testing import CliRunner
+
+    from induction.cli import app
+
+    out = tmp_path / "t.html"
+    result = CliRunner().invoke(
+        app, ["timeline", str(tmp_path), "--threshold", value, "--out", str(out)]
+    )
+    one_line_error(result, "--threshold must be in [0, 1]")
+    assert not out.exists()
