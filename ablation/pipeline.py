@@ -443,10 +443,13 @@ def announce_reuse(log, n: int, cache_path) -> None:
         notice(f"reusing {n} cached result(s) from {cache_path} (--no-cache recomputes)")
 
 
-def heads_text(heads, limit: int = 12) -> str:
-    """``L3H1, L5H0, ...`` (at most ``limit`` heads, then the count)."""
+def heads_text(heads, limit: int = 16) -> str:
+    """``L3H1, L5H0`` (every head up to ``limit``; beyond it the first ``limit`` and how many
+    more, so the line never reads as if a listed head were all of them)."""
     text = ", ".join(f"L{a}H{b}" for a, b in heads[:limit])
-    return text + (f", ... ({len(heads)} heads)" if len(heads) > limit else "")
+    if len(heads) > limit:
+        text += f" and {len(heads) - limit} more"
+    return f"{text} ({len(heads)} heads)"
 
 
 def _prompt_limit(cfg: AblationConfig, loaded, suite: str) -> int | None:

@@ -158,3 +158,11 @@ def test_zoo19_is_the_default_suite_for_zoo_models_with_group_means(tmp_path):
     assert {"MEAN:open_qa", "MEAN:math", "MEAN"} <= set(df.index)
     assert bool(df.loc["copy", "positive_control"]) and df.loc["MEAN", "n"] == 2
     assert (df.drop_ci_lo <= df["drop"] + 1e-9).all() and (df["drop"] <= df.drop_ci_hi + 1e-9).all()
+
+
+def test_heads_text_lists_every_head_or_says_how_many_more():
+    from ablation.pipeline import heads_text
+
+    heads = [(5, h) for h in range(8)] + [(6, h) for h in range(5)]
+    assert heads_text(heads).endswith("L6H4 (13 heads)") and "more" not in heads_text(heads)
+    assert heads_text(heads, limit=12).endswith("L6H3 and 1 more (13 heads)")
