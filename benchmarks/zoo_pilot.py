@@ -62,13 +62,29 @@ RUNS: dict[str, dict] = {
     # heads of 16 dims (4 per layer) instead of 8 x 8: RoPE gives an 8-dim head 4 rotation
     # frequencies to match positions with
     "d4-h4": {"depth": 4, "n_heads": 4, "lr": 3e-3, "warmup": 100, "phases": early_icl_phases()},
+    # variable assignment's lever: twice its share after the warm-up (lookup, learnt by d8-rec,
+    # gives some of it up)
+    "d8-va": {"depth": 8, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": None},
     # the candidate recipe at the depth the first zoo learnt lookup at, for longer
     "d8-rec": {"depth": 8, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": icl_phases()},
 }
 
 
+VA_MIX = {"copy": 0.25, "lookup": 0.2, "varassign": 0.3, "regbench": 0.05, "bigram": 0.05,
+          "facts": 0.15}  # fmt: skip
+
+
+def va_phases() -> list[dict]:
+    phases = icl_phases()
+    phases[1]["mix"] = dict(VA_MIX)
+    return phases
+
+
 def config(name: str) -> FixedTrainConfig:
-    return FixedTrainConfig(preset=f"pilot-{name}", seed=0, **(BASE | RUNS[name]))
+    fields = BASE | RUNS[name]
+    if fields.get("phases", ()) is None:
+        fields["phases"] = va_phases()
+    return FixedTrainConfig(preset=f"pilot-{name}", seed=0, **fields)
 
 
 def train(name: str, runs: Path) -> None:
