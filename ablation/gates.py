@@ -63,6 +63,15 @@ def chance_level(task: GenTask, metric: str | None = None) -> float:
     return max(constant, uniform)
 
 
+def wilson(mean: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson 95% interval of a share ``mean`` of ``n`` 0/1 items."""
+    if n <= 0 or not math.isfinite(mean):
+        return math.nan, math.nan
+    centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
 def interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
     """95% interval of a mean over items: Wilson for 0/1 scores, else normal."""
     x = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
@@ -71,9 +80,7 @@ def interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
         return math.nan, math.nan
     m = float(x.mean())
     if np.all((x == 0) | (x == 1)):
-        centre = (m + z * z / (2 * n)) / (1 + z * z / n)
-        half = z * math.sqrt(m * (1 - m) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        return centre - half, centre + half
+        return wilson(m, n, z)
     se = float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
     return m - z * se, m + z * se
 
@@ -99,7 +106,9 @@ class TaskGate:
         return self.above_chance and not self.saturated
 
 
-def _saturated(clean: float, ablated: float, chance: float) -> bool:
+def saturated(clean: float, ablated: float, chance: float) -> bool:
+    """The drop removes at least :data:`SATURATION` of the clean score's margin over chance
+    (False when there is no margin)."""
     margin = clean - chance
     return margin > 0 and (clean - ablated) >= SATURATION * margin
 
@@ -138,7 +147,7 @@ def task_gates(tasks: Sequence, results: dict, task_key) -> pd.DataFrame:
                 chance=chance,
                 ablated=ablated,
                 above_chance=bool(lo > chance),
-                saturated=None if floorless else _saturated(clean, ablated, chance),
+                saturated=None if floorless else saturated(clean, ablated, chance),
             )
             rows.append({**asdict(gate), "passed": gate.passed})
     return pd.DataFrame(rows)
@@ -155,7 +164,7 @@ def suite_gate(gates: pd.DataFrame, readout: str | None = None) -> dict:
         return {"readout": readout, "tasks": 0, "above_chance": 0, "passed": False}
     above = int(g.above_chance.sum())
     clean, ablated, chance = g.clean.mean(), g.ablated.mean(), g.chance.mean()
-    saturated = readout != "logprob" and _saturated(clean, ablated, chance)
+    pinned = readout != "logprob" and saturated(clean, ablated, chance)
     most = above > MOST_TASKS * len(g)
     return {
         "readout": readout,
@@ -164,8 +173,8 @@ def suite_gate(gates: pd.DataFrame, readout: str | None = None) -> dict:
         "clean": clean,
         "ablated": ablated,
         "chance": chance,
-        "saturated": bool(saturated),
-        "passed": bool(most and not saturated),
+        "saturated": bool(pinned),
+        "passed": bool(most and not pinned),
     }
 
 

@@ -68,7 +68,8 @@ def candidates(task: GenTask) -> list[list[str]]:
     return out
 
 
-def _continuation(tok, prompt: str, answer: str, prompt_ids: list[int]) -> tuple[int, ...]:
+def continuation(tok, prompt: str, answer: str, prompt_ids: list[int]) -> tuple[int, ...]:
+    """``answer``'s token ids after ``prompt`` (lm-eval's split; see the module docs)."""
     sep = "" if not prompt or prompt[-1].isspace() else " "
     full = tok(prompt + sep + answer)["input_ids"]
     if full[: len(prompt_ids)] == prompt_ids and len(full) > len(prompt_ids):
@@ -109,10 +110,10 @@ def plan(task: GenTask, tok, max_len: int) -> ReadoutPlan:
         gold = cands.index(it.golds[0]) if it.golds else -1
         gold_index.append(gold)
         if len(cands) > MAX_CANDIDATES:  # no multiple choice: only the gold's log-prob
-            conts = {gold: _continuation(tok, it.prompt, cands[gold], prompt_ids)}
+            conts = {gold: continuation(tok, it.prompt, cands[gold], prompt_ids)}
             n_cands.append(0)
         else:
-            conts = {j: _continuation(tok, it.prompt, c, prompt_ids) for j, c in enumerate(cands)}
+            conts = {j: continuation(tok, it.prompt, c, prompt_ids) for j, c in enumerate(cands)}
             n_cands.append(len(cands))
         rows += _rows_for(i, prompt_ids, conts, max_len)
     return ReadoutPlan(rows, len(task.items), gold_index, n_cands)

@@ -8,7 +8,6 @@ raw results that :mod:`ablation.report` turns into the per-task table.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from ablation.selection import (
     shaped_controls,
     tied_scores,
     top_frac,
+    top_k,
 )
 from ablation.tasks.base import Task
 from induction.errors import InputError
@@ -230,15 +230,7 @@ def plan_heads(
             excluded = top_frac(table, ex_frac, ex_score)
             keep = ~table.set_index(["layer", "head"]).index.isin(excluded)
             k = n_selected(frac, len(table))  # a share of all heads, as without exclusion
-            if score not in table.columns:
-                raise InputError(f"unknown score column {score!r}")
-            target = sorted(
-                table[keep]
-                .assign(_s=table[keep][score].fillna(-math.inf))
-                .sort_values(["_s", "layer", "head"], ascending=[False, True, True])
-                .head(k)[["layer", "head"]]
-                .itertuples(index=False, name=None)
-            )
+            target = top_k(table[keep], k, score)
             selection = (
                 f"top {frac:g} by {score} ({len(target)} of {len(table)} heads), excluding the "
                 f"top {ex_frac:g} by {ex_score} ({len(excluded)} heads)"

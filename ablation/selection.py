@@ -43,7 +43,11 @@ def top_frac(scores: pd.DataFrame, frac: float, score: str = "induction") -> lis
     if score not in scores.columns:
         cols = [c for c in scores.columns if c not in ("layer", "head", "rank")]
         raise InputError(f"unknown score column {score!r}; available: {', '.join(cols)}")
-    k = n_selected(frac, len(scores))
+    return top_k(scores, n_selected(frac, len(scores)), score)
+
+
+def top_k(scores: pd.DataFrame, k: int, score: str = "induction") -> list[Head]:
+    """The ``k`` heads with the highest ``score``, ties by (layer, head); sorted."""
     ordered = scores.assign(_s=scores[score].fillna(-math.inf)).sort_values(
         ["_s", "layer", "head"], ascending=[False, True, True], kind="mergesort"
     )

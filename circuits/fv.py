@@ -103,14 +103,13 @@ class Batch:
 
 
 def encode(tok, prompts: Sequence[str], answers: Sequence[str], device) -> Batch:
+    from ablation.readout import continuation
+
     rows, firsts = [], []
     for prompt, answer in zip(prompts, answers, strict=True):
         ids = tok(prompt)["input_ids"]
-        full = tok(prompt + " " + answer)["input_ids"]
-        cont = full[len(ids) :] if full[: len(ids)] == ids and len(full) > len(ids) else None
-        cont = cont or tok(" " + answer, add_special_tokens=False)["input_ids"]
         rows.append(ids)
-        firsts.append(cont[0])
+        firsts.append(continuation(tok, prompt, answer, ids)[0])
     width = max(len(r) for r in rows)
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     ids = torch.full((len(rows), width), pad, dtype=torch.long)

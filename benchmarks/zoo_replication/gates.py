@@ -25,8 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ablation.gates import SATURATION, heads_before_growth
-from ablation.stats import holm
+from ablation.gates import heads_before_growth, saturated, wilson
 
 from .config import SOURCE, Settings
 
@@ -34,14 +33,6 @@ ALPHA = 0.05
 #: RegBench: a family's clean TVD must beat the in-context letter-frequency rule by this much
 #: before its order among families is read.
 REGBENCH_MARGIN = 0.05
-
-
-def wilson_lo(mean: float, n: int, z: float = 1.96) -> float:
-    if n <= 0 or not math.isfinite(mean):
-        return math.nan
-    centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half
 
 
 def task_chances(settings: Settings, max_tokens: int = 96) -> dict[str, float]:
@@ -105,12 +96,12 @@ def gate_table(
         t = tasks[(tasks["model"] == name) & tasks["task"].isin(list(chances))]
         t = t[t["metric"] != "logprob"].drop_duplicates("task")
         above = [
-            wilson_lo(float(r.clean), int(r.n)) > chances[r.task] for r in t.itertuples()
+            wilson(float(r.clean), int(r.n))[0] > chances[r.task] for r in t.itertuples()
         ]  # fmt: skip
         chance = float(np.mean([chances[k] for k in t["task"]])) if len(t) else math.nan
         margin = m["clean"] - chance
         # None: no margin over chance to saturate (the above-chance gate already fails)
-        saturated = None if not margin > 0 else bool(m["drop"] >= SATURATION * margin)
+        pinned = saturated(m["clean"], m["ablated"], chance) if margin > 0 else None
         row = {
             "model": name,
             "family": m["family"],
@@ -122,7 +113,7 @@ def gate_table(
             "chance": chance,
             "ablated": m["ablated"],
             "above_chance": bool(sum(above) > 0.5 * len(t)) if len(t) else False,
-            "saturated": saturated,
+            "saturated": pinned,
         }
         before = heads_before_growth(_card(name))
         row["before_growth"] = None if before is None else before[1]
@@ -164,9 +155,9 @@ def _failures(g: pd.DataFrame) -> str:
     for col, label in names.items():
         if col in g and (~g[col].astype(bool)).any():
             parts.append(f"{int((~g[col].astype(bool)).sum())} of {len(g)} fail {label}")
-    saturated = int((g["saturated"] == True).sum())  # noqa: E712  (None: no margin)
-    if saturated:
-        parts.append(f"{saturated} of {len(g)} have a saturated drop")
+    n_saturated = int((g["saturated"] == True).sum())  # noqa: E712  (None: no margin)
+    if n_saturated:
+        parts.append(f"{n_saturated} of {len(g)} have a saturated drop")
     return "; ".join(parts)
 
 
@@ -315,4 +306,4 @@ def claims_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["claims", "claims_markdown", "gate_markdown", "gate_table", "holm"]
+__all__ = ["claims", "claims_markdown", "gate_markdown", "gate_table"]

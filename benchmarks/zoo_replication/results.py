@@ -15,6 +15,7 @@ import pandas as pd
 
 from .config import DEFAULT_OUT, SOURCE, Settings
 from .figures import figure
+from .gates import claims_markdown
 from .pipeline import Replication
 from .report import source_table, task_table, verdict
 
@@ -231,7 +232,7 @@ def summary_block(
                     "Verdict per claim, from the validity gates "
                     f"([{results_link.split('#')[0]}]({results_link}) has the gate table):",
                     "",
-                    claims_markdown_safe(rep),
+                    claims_markdown(rep.claims),
                     "",
                 ]
                 if not rep.claims.empty
@@ -240,12 +241,6 @@ def summary_block(
             SUMMARY_END,
         ]
     )
-
-
-def claims_markdown_safe(rep: Replication) -> str:
-    from .gates import claims_markdown
-
-    return claims_markdown(rep.claims)
 
 
 def update_summary(
