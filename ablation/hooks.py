@@ -37,8 +37,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from induction.errors import InputError
+from induction.heads import Head
 
-Head = tuple[int, int]
 MODES = ("zero", "mean")
 MEAN_OVER = ("all", "position")
 

@@ -23,6 +23,7 @@ from ablation.config import AblationConfig, prompt_budget
 from ablation.run import HeadPlan, RunResult
 from ablation.tasks.base import GenTask, Task
 from induction.errors import InputError
+from induction.heads import head_label
 
 if TYPE_CHECKING:
     from induction.loading import LoadedModel
@@ -252,7 +253,7 @@ def run_inputs(model, cfg: AblationConfig, loaded=None, lm_eval_inputs=()) -> li
     model_inputs` of the spec, and the loaded model's folder or file), a ``suite`` task file,
     ``data_dir``, and ``lm_eval_inputs`` (:func:`ablation.lm_eval_backend.task_inputs`);
     absolute, so a later change of working folder does not move them."""
-    from induction.io import model_inputs
+    from induction.specs import model_inputs
 
     found = list(model_inputs(model))
     for m in (model, loaded):
@@ -270,7 +271,7 @@ def _gates(loaded, tasks, run, plan):
     """Per-task gates of the run and the model's gates (docs/research.md)."""
     from ablation.gates import model_gates, task_gates
     from ablation.report import task_key
-    from induction import INDUCTION_THRESHOLD
+    from induction.score_names import INDUCTION_THRESHOLD
 
     gates = task_gates(tasks, run.results, task_key)
     scores = plan.scores
@@ -306,8 +307,8 @@ def silent_targets(loaded, plan, seed: int = 0) -> dict:
     note = silent_note(target, table, what=f"the {len(target)} ablated heads")
     return {
         "threshold": silent_threshold(table[COLUMN]),
-        "silent_heads": [f"L{a}H{b}" for a, b in quiet],
-        "silent_ablated": [f"L{a}H{b}" for a, b in target if (a, b) in set(quiet)],
+        "silent_heads": [head_label(a, b) for a, b in quiet],
+        "silent_ablated": [head_label(a, b) for a, b in target if (a, b) in set(quiet)],
         "note": note,
     }
 
@@ -446,7 +447,7 @@ def announce_reuse(log, n: int, cache_path) -> None:
 def heads_text(heads, limit: int = 16) -> str:
     """``L3H1, L5H0`` (every head up to ``limit``; beyond it the first ``limit`` and how many
     more, so the line never reads as if a listed head were all of them)."""
-    text = ", ".join(f"L{a}H{b}" for a, b in heads[:limit])
+    text = ", ".join(head_label(a, b) for a, b in heads[:limit])
     if len(heads) > limit:
         text += f" and {len(heads) - limit} more"
     return f"{text} ({len(heads)} heads)"

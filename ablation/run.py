@@ -74,7 +74,8 @@ class RunResult:
 
 #: Head scores beyond the detector's (``induction.scores.SCORES``), by name: a function of
 #: the loaded model returning a table with ``layer``, ``head`` and the score column. Packages
-#: above this one register theirs (``circuits.fv`` registers ``fv``), so ``--score fv`` and
+#: above this one register theirs (``induction.circuits.fv`` registers ``fv``), so ``--score fv``
+#: and
 #: ``--exclude fv:0.02`` work without this package importing them.
 SCORE_PROVIDERS: dict[str, Callable[[Any], pd.DataFrame]] = {}
 
@@ -95,7 +96,7 @@ def compute_scores(
     from induction.scores import SCORES, induction_scores
 
     if score not in SCORES and score not in SCORE_PROVIDERS:
-        hint = " (import circuits.fv to register it)" if score == "fv" else ""
+        hint = " (import induction.circuits.fv to register it)" if score == "fv" else ""
         known = ", ".join([*SCORES, *SCORE_PROVIDERS])
         raise InputError(f"unknown score {score!r}{hint}; available: {known}")
     cached = None

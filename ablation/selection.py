@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
 from induction.errors import InputError
-
-Head = tuple[int, int]
-_HEAD = re.compile(r"^\s*(?:[Ll](\d+)\s*[Hh](\d+)|(\d+)\s*[.:]\s*(\d+))\s*$")
+from induction.heads import Head, heads_label
+from induction.heads import parse_heads as read_heads
 
 
 def n_selected(frac: float, n_total: int) -> int:
@@ -55,27 +53,9 @@ def top_k(scores: pd.DataFrame, k: int, score: str = "induction") -> list[Head]:
 
 
 def parse_heads(spec: str, n_layers: int, n_heads: int) -> list[Head]:
-    """Parse ``"L3H1,L5H0"`` (``3.1`` and ``3:1`` also accepted) and check ranges; a head
-    named twice is refused."""
-    heads: list[Head] = []
-    for part in spec.split(","):
-        if not part.strip():
-            continue
-        m = _HEAD.match(part)
-        if not m:
-            raise InputError(f"malformed head {part.strip()!r} in --heads; write e.g. 'L3H1,L5H0'")
-        layer, head = (int(m[1]), int(m[2])) if m[1] is not None else (int(m[3]), int(m[4]))
-        if layer >= n_layers or head >= n_heads:
-            raise InputError(
-                f"head L{layer}H{head} out of range: the model has layers 0-{n_layers - 1} and "
-                f"heads 0-{n_heads - 1}"
-            )
-        if (layer, head) in heads:
-            raise InputError(f"head L{layer}H{head} is named twice in --heads; name it once")
-        heads.append((layer, head))
-    if not heads:
-        raise InputError("--heads is empty; write e.g. 'L3H1,L5H0', or leave it out for --frac")
-    return sorted(heads)
+    """``--heads``: :func:`induction.heads.parse_heads` (one grammar and one set of refusals
+    for every command), as a set in (layer, head) order."""
+    return sorted(read_heads(spec, n_layers, n_heads))
 
 
 def all_heads(n_layers: int, n_heads: int) -> list[Head]:
@@ -201,4 +181,4 @@ def tied_scores(scores: pd.DataFrame, unrolled_layers: Sequence[tuple[int, int]]
 
 
 def describe(heads: Iterable[Head]) -> str:
-    return ",".join(f"L{layer}H{head}" for layer, head in heads)
+    return heads_label(heads)

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from induction.training.protocol import PRESETS, TRAIN_CONFIG, latest_checkpoint  # noqa: E402
 from induction.zoo.registry import SECOND_ZOO  # noqa: E402
-from zoo.protocol import PRESETS, TRAIN_CONFIG, latest_checkpoint  # noqa: E402
 
 MODELS = ROOT / "induction" / "zoo" / "models"
 FIXED_FAMILIES = list(PRESETS)
@@ -49,14 +49,14 @@ def build(family: str, seed: int, dest: Path = MODELS) -> str:
         step = latest_checkpoint(out) if (out / TRAIN_CONFIG).is_file() else None
         if step is not None:
             code = (
-                "from pathlib import Path; from zoo.protocol import train_fixed; "
+                "from pathlib import Path; from induction.training.protocol import train_fixed; "
                 f"train_fixed(None, out=Path({str(out)!r}), progress=False, resume=True)"
             )
             done = f"{out.name}: resumed from step {step}"
         else:
             shutil.rmtree(out, ignore_errors=True)  # nothing resumable: start afresh
             code = (
-                "from pathlib import Path; from zoo.train import train, zoo_config; "
+                "from pathlib import Path; from induction.training.train import train, zoo_config; "
                 f"train(zoo_config({family!r}, {seed}), out=Path({str(out)!r}), progress=False)"
             )
             done = f"{out.name}: trained"
@@ -69,7 +69,7 @@ def build(family: str, seed: int, dest: Path = MODELS) -> str:
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     code = (
-        "from pathlib import Path; from zoo.train import train, zoo_config; "
+        "from pathlib import Path; from induction.training.train import train, zoo_config; "
         f"train(zoo_config({family!r}, {seed}), out=Path({str(tmp)!r}), progress=False)"
     )
     _run(code, dest.parent / f"build-{family}-s{seed}.log")

@@ -8,12 +8,12 @@ On the scan's repeated-token prompts (``[BOS] r r``), measured in one run:
 - ``loop``: one ablated forward per head (``ablation.hooks.ablate_heads``, full logits), the
   baseline; with ``--heads N`` only the first N heads are looped and the time is scaled to
   all heads (printed as such);
-- ``batched``: :func:`circuits.effects.ablate_each_head` (per-row head mask, shared clean
+- ``batched``: :func:`induction.circuits.effects.ablate_each_head` (per-row head mask, shared clean
   prefix, logits on the read positions), all heads; its losses are checked against the
   loop's on the heads both ran;
 - ``forward``: one clean forward of the prompt batch (full logits), the unit of
   "forward-pass equivalents";
-- ``atp``: :func:`circuits.effects.attribution` (one forward + one backward).
+- ``atp``: :func:`induction.circuits.effects.attribution` (one forward + one backward).
 
 Rounds are interleaved (``--runs``) and medians reported, with the ratios
 ``loop / batched`` and ``atp / forward``. On a shared machine pass ``--threads 1`` and read
@@ -45,8 +45,8 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
 
-    from circuits.effects import ablate_each_head, ablate_loop, attribution, setup
-    from circuits.patching import clean_pass, make_replacement
+    from induction.circuits.effects import ablate_each_head, ablate_loop, attribution, setup
+    from induction.circuits.patching import clean_pass, make_replacement
     from induction.loading import load_model
 
     loaded = load_model(args.model, device=args.device)

@@ -39,9 +39,9 @@ def main() -> None:
     args = ap.parse_args()
 
     import induction
-    from dynamics import sweep as sw
+    from induction.dynamics import sweep as sw
     from induction.scan import scan
-    from zoo.protocol import preset_config, train_fixed
+    from induction.training.protocol import preset_config, train_fixed
 
     tmp = Path(tempfile.mkdtemp(prefix="sweep-bench."))
     run = tmp / f"{args.preset}-s0"

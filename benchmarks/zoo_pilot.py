@@ -23,15 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from induction.io import write_json  # noqa: E402
-from induction.zoo import corpus as C  # noqa: E402
-from induction.zoo.probe import LOOKUP_MIN, VARASSIGN_MIN  # noqa: E402
-from zoo.protocol import (  # noqa: E402
+from induction.training.protocol import (  # noqa: E402
     TRAIN_CONFIG,
     TRAIN_LOG,
     FixedTrainConfig,
     icl_phases,  # the recipe the pilot chose (d8-rec: the candidate, before it was fixed)
     train_fixed,
 )
+from induction.zoo import corpus as C  # noqa: E402
+from induction.zoo.probe import LOOKUP_MIN, VARASSIGN_MIN  # noqa: E402
 
 #: More in-context data after the warm-up: lookup and variable assignment up, copies down;
 #: facts stay (closed-book QA needs them).

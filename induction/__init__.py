@@ -11,11 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from induction.errors import InputError, LineageError, ModelLoadError, WorkbenchError
+from induction.score_names import INDUCTION_THRESHOLD
 from induction.zoo.registry import zoo_models
-
-#: A head whose induction score is at or above this is conventionally called an induction head
-#: (the one definition; :mod:`induction.scan`, the CLI and the figures read it from here).
-INDUCTION_THRESHOLD = 0.4
 
 if TYPE_CHECKING:
     from induction.loading import LoadedModel, ModelInfo, load_model

@@ -7,7 +7,7 @@ config, weight, tokenizer, loop-plan, card and duplication-log file of the model
 :func:`file_hash` remembers each file's hash in ``<cache root>/file-hashes.json`` under its
 (path, size, mtime, ctime, inode); the remembered value is a content hash, so the key itself
 never depends on timestamps. Each remembered entry is sealed
-(:func:`induction.cache_integrity.seal_record`): a damaged one is noted and the file hashed
+(:func:`induction.seals.seal_record`): a damaged one is noted and the file hashed
 again. See docs/safety.md.
 
 The cache root is ``$INDUCTION_CACHE``, default ``~/.cache/induction-workbench``
@@ -58,7 +58,7 @@ def _stat_key(path: Path) -> list:
 
 def _read_index(index: Path) -> dict:
     """The index's entries; an index that is not a JSON object is noted and deleted."""
-    from induction.cache_integrity import discard, note_damaged
+    from induction.seals import discard, note_damaged
 
     try:
         data = json.loads(index.read_text(encoding="utf-8"))
@@ -77,7 +77,7 @@ def file_hash(path: str | Path) -> str:
     """SHA-256 of a file's content, remembered by (resolved path, size, mtime, ctime, inode);
     ``ctime`` changes on every write and cannot be set back, unlike ``mtime``. A remembered
     entry whose seal does not match is noted on stderr and replaced."""
-    from induction.cache_integrity import SEAL, note_damaged, open_record, seal_record
+    from induction.seals import SEAL, note_damaged, open_record, seal_record
 
     path = Path(path).expanduser().resolve()
     key, stamp = str(path), _stat_key(path)

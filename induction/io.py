@@ -240,48 +240,6 @@ def clean_stale(path: str | Path) -> list[Path]:
     return handled
 
 
-# --------------------------------------------------------------------------- inputs
-
-
-def model_inputs(spec: Any) -> list[Path]:
-    """Files and folders that loading model ``spec`` reads (a folder stands for all its files):
-    a checkpoint folder, a ``.gguf`` file, a zoo model's folder, a packaged GGUF, a hub name's
-    local cache folder. Empty for model objects and unknown names."""
-    if spec is None or not isinstance(spec, str | os.PathLike):
-        return []
-    text = os.fspath(spec).strip()
-    if not text:
-        return []
-    if isinstance(spec, str) and text.lower() == "smollm2":
-        try:
-            from induction.loading import packaged_gguf
-
-            return [packaged_gguf(text)]
-        except Exception:
-            return []
-    path = Path(text).expanduser()
-    try:
-        if path.exists():
-            return [path]
-    except OSError:  # name too long, symlink loop: the loader reports it
-        return []
-    from induction.zoo import registry
-
-    if isinstance(spec, str) and registry.is_zoo_name(text):
-        try:
-            return [registry.zoo_path(text)]
-        except Exception:
-            return []
-    if "/" in text and not text.startswith((".", "/", "~")):
-        try:
-            from huggingface_hub.constants import HF_HUB_CACHE
-
-            return [Path(HF_HUB_CACHE) / ("models--" + text.replace("/", "--"))]
-        except ImportError:
-            return []
-    return []
-
-
 def check_outputs(
     outputs: dict[str, str | Path | Iterable[str | Path] | None],
     inputs: Iterable[str | Path | None],

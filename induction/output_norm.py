@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from induction.errors import InputError
+from induction.heads import head_label
 
 #: A head is silent when its output norm is below max(SILENT_FLOOR, SILENT_REL x median).
 SILENT_REL = 1e-3
@@ -208,7 +209,7 @@ def silent_note(
     largest = max(norm_of[h] for h in hit)
     level = "output norm 0" if largest == 0 else f"output norm <= {largest:.1e}"
     what = what or f"the top {len(heads)} heads"
-    names = ", ".join(f"L{a}H{b}" for a, b in hit)
+    names = ", ".join(head_label(a, b) for a, b in hit)
     hint = "zero-initialised copies (llama-pro?)" if hint is None else hint
     return f"{len(hit)} of {what} write nothing ({level}): {names}" + (f" — {hint}" if hint else "")
 

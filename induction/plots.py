@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from induction.errors import InputError
+from induction.heads import head_label
 
 FIGURE_SUFFIXES = (".html", ".png")
 
@@ -112,7 +113,9 @@ def ranked_bar(df, score: str = "induction", top: int = 20, title: str | None = 
     if top < 1:
         raise InputError(f"top must be >= 1, got {top}")
     best = df.sort_values(score, ascending=False).head(top)
-    labels = [f"L{int(r.layer)}H{int(getattr(r, 'head'))}" for r in best.itertuples(index=False)]
+    labels = [
+        head_label(int(r.layer), int(getattr(r, "head"))) for r in best.itertuples(index=False)
+    ]
     error = None
     lo, hi = f"{score}_ci_lo", f"{score}_ci_hi"
     if lo in best.columns and best[lo].notna().any():
@@ -124,7 +127,7 @@ def ranked_bar(df, score: str = "induction", top: int = 20, title: str | None = 
         }
     fig = go.Figure(go.Bar(x=labels, y=best[score].to_list(), error_y=error))
     if score == "induction":
-        from induction import INDUCTION_THRESHOLD
+        from induction.score_names import INDUCTION_THRESHOLD
 
         fig.add_hline(
             y=INDUCTION_THRESHOLD,

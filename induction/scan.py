@@ -54,7 +54,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from induction import INDUCTION_THRESHOLD
 from induction.copying import copying_scores
 from induction.errors import InputError
 from induction.loss import loss_summary
@@ -65,6 +64,7 @@ from induction.score_names import (
     ATTENTION_SCORES,
     DEFAULT_COPYING_TOKENS,
     DEFAULT_SEEDS,
+    INDUCTION_THRESHOLD,
     SCORES,
     check_convention,
     check_rank_by,

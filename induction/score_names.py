@@ -10,6 +10,10 @@ from collections.abc import Sequence
 
 from induction.errors import InputError
 
+#: A head whose induction score is at or above this is conventionally called an induction head
+#: (the one definition; ``induction.INDUCTION_THRESHOLD``, the scan, the CLI and the figures
+#: read it from here).
+INDUCTION_THRESHOLD = 0.4
 SCORES = ("induction", "prefix_matching", "duplicate_token", "previous_token", "copying")
 #: Scores read from attention patterns (the rest come from the weights).
 ATTENTION_SCORES = SCORES[:4]

@@ -10,7 +10,6 @@ from ``induction.scores`` keeps working; new code should import from those modul
 
 from __future__ import annotations
 
-from induction import INDUCTION_THRESHOLD
 from induction.chunking import CPU_TOKENS_PER_PASS, auto_chunk
 from induction.copying import copying_scores
 from induction.scan import ScanConfig, ScanResult, in_context_loss, induction_scores, scan
@@ -19,6 +18,7 @@ from induction.score_names import (
     CONVENTIONS,
     DEFAULT_COPYING_TOKENS,
     DEFAULT_SEEDS,
+    INDUCTION_THRESHOLD,
     SCORES,
     TL_SCORES,
     check_scores,

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
     from transformers import PreTrainedModel
 
-    from induction.loading import LoadedModel
+    from induction.model_types import LoadedModel
 
 #: Spec kinds in precedence order.
 KINDS = ("object", "packaged_gguf", "zoo", "folder", "gguf_file", "hub")
@@ -252,3 +252,40 @@ def packaged_gguf(name: str = "smollm2") -> Path:
         if (Path(folder) / filename).is_file():
             return Path(folder) / filename
     raise ModelLoadError(f"{name!r} needs its package: {install}")
+
+
+def model_inputs(spec: Any) -> list[Path]:
+    """Files and folders that loading model ``spec`` reads (a folder stands for all its files):
+    a checkpoint folder, a ``.gguf`` file, a zoo model's folder, a packaged GGUF, a hub name's
+    local cache folder. Empty for model objects and unknown names."""
+    if spec is None or not isinstance(spec, str | os.PathLike):
+        return []
+    text = os.fspath(spec).strip()
+    if not text:
+        return []
+    if isinstance(spec, str) and text.lower() == "smollm2":
+        try:
+            return [packaged_gguf(text)]
+        except Exception:
+            return []
+    path = Path(text).expanduser()
+    try:
+        if path.exists():
+            return [path]
+    except OSError:  # name too long, symlink loop: the loader reports it
+        return []
+    from induction.zoo import registry
+
+    if isinstance(spec, str) and registry.is_zoo_name(text):
+        try:
+            return [registry.zoo_path(text)]
+        except Exception:
+            return []
+    if "/" in text and not text.startswith((".", "/", "~")):
+        try:
+            from huggingface_hub.constants import HF_HUB_CACHE
+
+            return [Path(HF_HUB_CACHE) / ("models--" + text.replace("/", "--"))]
+        except ImportError:
+            return []
+    return []

@@ -20,17 +20,16 @@ is prefixed by its position, so repeated tokens stay distinct axis categories.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError
+from induction.heads import head_label, parse_heads
 
 if TYPE_CHECKING:
     import torch
 
 LAYOUTS = ("dropdown", "grid")
-_HEAD = re.compile(r"^\s*L?(\d+)\s*(?:H|\.|:)\s*(\d+)\s*$", re.IGNORECASE)
 #: Longest token label (characters) before it is cut with an ellipsis.
 MAX_LABEL = 14
 _VISIBLE = {" ": "·", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -38,36 +37,6 @@ _MARKERS = {"Ġ": "·", "Ċ": "\\n", "ĉ": "\\t", "č": "\\r", "▁": "·"}
 
 
 # --------------------------------------------------------------------------- heads
-
-
-def parse_heads(
-    heads: str | Iterable[str | tuple[int, int]], n_layers: int, n_heads: int
-) -> list[tuple[int, int]]:
-    """``"L5H1,L11H2"`` (also ``5.1``), or a list of such names or ``(layer, head)`` pairs,
-    checked against the model's shape; order kept, duplicates dropped."""
-    items: list[Any] = heads.split(",") if isinstance(heads, str) else list(heads)
-    out: list[tuple[int, int]] = []
-    for item in items:
-        if isinstance(item, tuple | list) and len(item) == 2:
-            layer, head, name = int(item[0]), int(item[1]), f"L{item[0]}H{item[1]}"
-        else:
-            name = str(item).strip()
-            if not name:
-                continue
-            m = _HEAD.match(name)
-            if not m:
-                raise InputError(f"malformed head {name!r}; write heads like L5H1,L11H2")
-            layer, head = int(m[1]), int(m[2])
-        if not (0 <= layer < n_layers and 0 <= head < n_heads):
-            raise InputError(
-                f"head {name} is out of range: the model has layers 0-{n_layers - 1} and heads "
-                f"0-{n_heads - 1}"
-            )
-        if (layer, head) not in out:
-            out.append((layer, head))
-    if not out:
-        raise InputError("no heads given; write heads like L5H1,L11H2")
-    return out
 
 
 # --------------------------------------------------------------------------- tokens
@@ -228,14 +197,14 @@ def show_patterns(
     for lay, h in head_list:
         pat = patterns[lay][h]
         score = stripe_score(pat, cells)
-        sub = f"L{lay}H{h}" + (f": stripe attention {score:.2f}" if score is not None else "")
+        sub = head_label(lay, h) + (f": stripe attention {score:.2f}" if score is not None else "")
         panels.append((lay, h, pat, sub))
     head_title = title or f"{info.name}: attention patterns on {what}"
     if layout == "grid" and len(panels) > 1:
         fig = _grid(panels, labels, cells if mark_stripe else [], head_title)
     else:
         fig = _dropdown(panels, labels, cells if mark_stripe else [], head_title)
-    fig.update_layout(meta={"heads": [f"L{a}H{b}" for a, b in head_list], "tokens": len(ids)})
+    fig.update_layout(meta={"heads": [head_label(a, b) for a, b in head_list], "tokens": len(ids)})
     return fig
 
 

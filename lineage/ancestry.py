@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from induction.errors import LineageError
+from induction.heads import head_label
 from lineage.log import SPAN_OPERATORS, DuplicationLog
 
 KINDS = ("keep", "copy", "mix", "loop")
@@ -242,10 +243,6 @@ def as_lineage(
             )
         return lineage
     return Lineage.build(lineage, loop_plan=loop_plan, n_heads=n_heads, n_layers=n_layers)
-
-
-def head_label(layer: int, head: int) -> str:
-    return f"L{layer}H{head}"
 
 
 def head_ancestry(

@@ -1,17 +1,36 @@
-"""Rich rendering of a :class:`lineage.api.TraceResult` (what ``induction lineage`` prints)."""
+"""Rich rendering of a lineage trace (what ``induction lineage`` prints).
+
+It reads a trace through :class:`TraceView`, the fields rendering needs, so it sits below
+:mod:`lineage.api` whose :class:`~lineage.api.TraceResult` has them (``result.print()``).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-    from lineage.api import TraceResult
+    from lineage.ancestry import Lineage
+    from lineage.infer import InferredLineage
+    from lineage.summary import LineageSummary
 
 
-def print_trace(result: TraceResult, console: Console | None = None) -> None:
+class TraceView(Protocol):
+    """What rendering reads of a trace; :class:`lineage.api.TraceResult` is one."""
+
+    model: Any  # has .name
+    lineage: Lineage
+    summary: LineageSummary
+    inferred: InferredLineage | None
+    agreement: dict | None
+    written: list[Path]
+    scores_source: str
+
+
+def print_trace(result: TraceView, console: Console | None = None) -> None:
     """Header, headline, top-heads and ancestors tables, inference lines, notes, files."""
     from rich.console import Console
 
@@ -35,7 +54,7 @@ def print_trace(result: TraceResult, console: Console | None = None) -> None:
         err.print(wrote(p))
 
 
-def header(result: TraceResult) -> str:
+def header(result: TraceView) -> str:
     lin = result.lineage
     source = "inferred from weights" if result.inferred is not None else lin.source
     depths = " -> ".join(map(str, lin.depths))
@@ -85,7 +104,7 @@ def ancestor_table(s) -> Table:
     return a
 
 
-def inference_lines(result: TraceResult) -> list[str]:
+def inference_lines(result: TraceView) -> list[str]:
     """With --infer: the inferred families and confidence, and the agreement with the log."""
     lines = []
     if result.inferred is not None:

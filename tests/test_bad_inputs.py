@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from induction.cli import app
+from induction.commands.main import app
 from induction.zoo import registry
 
 runner = CliRunner()

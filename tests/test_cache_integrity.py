@@ -148,7 +148,7 @@ def test_cached_head_scores_with_one_changed_byte_are_rescored(tiny_llama_dir, t
 
 
 def test_ablate_rebuilds_damaged_cache_entries(tiny_llama_dir, tmp_path):
-    from induction.cli import app
+    from induction.commands.main import app
 
     out = [tmp_path / f"r{i}.csv" for i in range(3)]
     args = ["ablate", str(tiny_llama_dir), "--suite", "zoo", "--task", "copy", "--n-items", "3",
@@ -176,7 +176,7 @@ def test_ablate_rebuilds_damaged_cache_entries(tiny_llama_dir, tmp_path):
 
 def test_card_and_duplication_log_are_in_the_keys(tiny_llama_dir, tmp_path):
     from ablation.run import default_cache_path
-    from dynamics.sweep import SweepItem, content_hash
+    from induction.dynamics.sweep import SweepItem, content_hash
     from induction.loading import load_model
 
     folder = tmp_path / "m"
@@ -279,8 +279,8 @@ def test_a_damaged_gguf_copy_is_dequantized_again(tmp_path, monkeypatch, capsys)
 def test_sweep_rebuilds_a_damaged_file_and_a_changed_card(tiny_llama_dir, tmp_path, capsys):
     import pandas as pd
 
-    from dynamics.dataset import read_dataset
-    from dynamics.sweep import SweepSettings, sweep
+    from induction.dynamics.dataset import read_dataset
+    from induction.dynamics.sweep import SweepSettings, sweep
     from induction.errors import InputError
 
     settings = SweepSettings(scores=("induction",), seeds=1, batch=2, device="cpu")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from induction.cli import app
+from induction.commands.main import app
 from induction.errors import InputError, ModelLoadError
 from induction.io import claim_output
 

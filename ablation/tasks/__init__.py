@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablation.tasks import paper19, regbench, user, words, zoo, zoo19
+from ablation.tasks import paper19, regbench, user, words, zoo, zoo19  # noqa: F401  (register)
 from ablation.tasks.base import DistItem, DistTask, Example, GenItem, GenTask, Task
-from ablation.tasks.spec import TaskSpec, catalog
+from ablation.tasks.registry import REGISTRY, SuiteRequest
+from ablation.tasks.spec import TaskSpec
 from induction.errors import InputError
 
+#: The built-in suites in listing order; each registers itself (:mod:`ablation.tasks.registry`).
 SUITES = ("zoo", "zoo19", "words", "paper19", "regbench", "gsm8k")
+assert sorted(SUITES) == sorted(REGISTRY), "a suite module is registered but not listed"
 
 __all__ = [
     "SUITES",
@@ -45,14 +48,7 @@ def default_suite(info) -> str:
 
 
 #: Each built-in suite's task records (:class:`ablation.tasks.spec.TaskSpec`).
-SUITE_SPECS = {
-    "zoo": lambda: list(zoo.SPECS),
-    "zoo19": lambda: list(zoo19.SPECS),
-    "words": words.specs,
-    "paper19": lambda: list(paper19.SPECS),
-    "regbench": lambda: [regbench.SPEC],
-    "gsm8k": lambda: [paper19.GSM8K],
-}
+SUITE_SPECS = {name: REGISTRY[name].specs for name in SUITES}
 
 
 def suite_specs(suite: str) -> list[TaskSpec]:
@@ -115,36 +111,12 @@ def _load_suite(
                 f"unknown task(s) {', '.join(bad)} in suite {suite!r}; "
                 f"available: {', '.join(known)}"
             )
-    if suite == "words":
-        return words.load(
-            shots=5 if shots is None else shots, n_items=n_items or 40, seed=seed, names=tasks
-        )
-    if suite == "zoo":
-        return zoo.load(
-            tokenizer,
-            n_items=n_items or 64,
-            shots=shots,
-            seed=seed,
-            max_tokens=max_tokens or zoo.CONTEXT,
-            names=tasks,
-        )
-    if suite == "zoo19":
-        return zoo19.load(
-            tokenizer,
-            n_items=n_items or 64,
-            shots=shots,
-            seed=seed,
-            max_tokens=max_tokens or zoo19.CONTEXT,
-            names=tasks,
-        )
-    if suite == "paper19":
-        return paper19.load(
-            shots=shots, n_items=n_items or 100, seed=seed, data_dir=data_dir, hub=hub, names=tasks
-        )
-    if suite == "gsm8k":
-        return paper19.load_gsm8k(
-            shots=shots, n_items=n_items or 100, data_dir=data_dir, hub=hub, seed=1234 + seed
-        )
-    return regbench.load(
-        tokenizer, bos_id, n_items=n_items or 32, seed=seed, max_tokens=max_tokens or 512
+    request = SuiteRequest(
+        tokenizer, bos_id, shots, n_items, seed, tasks, data_dir, hub, max_tokens
     )
+    return REGISTRY[suite].load(request)
+
+
+def catalog() -> list[TaskSpec]:
+    """Every task record of every built-in suite, in suite order."""
+    return [spec for name in SUITES for spec in REGISTRY[name].specs()]

@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ablation.tasks.base import Example, GenTask, make_task
+from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec, index
 from ablation.tasks.words import qa_example
 from induction.errors import InputError
@@ -483,3 +484,15 @@ def load_gsm8k(
     task = make_task(GSM8K, exs, shots, n_items, seed, pool=pool)
     task.max_new_tokens = max_new_tokens
     return [task]
+
+
+@register("paper19", lambda: list(SPECS))
+def _load_suite(r: SuiteRequest) -> list:
+    return load(shots=r.shots, n_items=r.n_items or 100, seed=r.seed, data_dir=r.data_dir,
+                hub=r.hub, names=r.tasks)  # fmt: skip
+
+
+@register("gsm8k", lambda: [GSM8K])
+def _load_gsm8k_suite(r: SuiteRequest) -> list:
+    return load_gsm8k(shots=r.shots, n_items=r.n_items or 100, data_dir=r.data_dir, hub=r.hub,
+                      seed=1234 + r.seed)  # fmt: skip

@@ -34,6 +34,7 @@ import numpy as np
 
 from ablation.metrics import distribution_scores
 from ablation.tasks.base import DistItem, DistTask
+from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec
 from induction.errors import InputError
 
@@ -272,3 +273,9 @@ def score_item(q: np.ndarray, item: DistItem) -> tuple[float, float]:
     """(mean TVD, greedy accuracy) of one instance. ``q[j]`` is the model's next-token
     distribution at ``item.positions[j]`` restricted to ``item.support`` and renormalised."""
     return distribution_scores(q, item.valid, item.support)
+
+
+@register("regbench", lambda: [SPEC])
+def _load_suite(r: SuiteRequest) -> list:
+    return load(r.tokenizer, r.bos_id, n_items=r.n_items or 32, seed=r.seed,
+                max_tokens=r.max_tokens or 512)  # fmt: skip

@@ -3,7 +3,8 @@
 A record says what a task is (suite, group, prompt format, default shots and items), where its
 examples come from (a shipped file, a dataset file in its released format, or a seeded
 generator) and how it is scored (a metric name looked up in :data:`ablation.metrics.METRICS`).
-Suite modules turn records into prompts; :func:`catalog` lists them all (``induction tasks``).
+Suite modules turn records into prompts; :func:`ablation.tasks.catalog` lists them all
+(``induction tasks``).
 In the spirit of lm-evaluation-harness task configs (see ``docs/lm-eval.md``).
 """
 
@@ -64,10 +65,3 @@ def index(specs: list[TaskSpec]) -> dict[str, TaskSpec]:
             raise InputError(f"task {spec.name!r} is declared twice in suite {spec.suite!r}")
         out[spec.name] = spec
     return out
-
-
-def catalog() -> list[TaskSpec]:
-    """Every task record of every built-in suite, in suite order."""
-    from ablation.tasks import SUITE_SPECS
-
-    return [spec for specs in SUITE_SPECS.values() for spec in specs()]

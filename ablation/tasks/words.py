@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ablation.tasks.base import Example, GenTask, make_task
+from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec
 from induction.io import read_json
 
@@ -61,3 +62,9 @@ def load(shots: int = 5, n_items: int = 40, seed: int = 0, names=None) -> list[G
         _, exs = load_examples(DATA / f"{name}.json")
         tasks.append(make_task(by_name[name], exs, shots, n_items, seed))
     return tasks
+
+
+@register("words", specs)
+def _load_suite(r: SuiteRequest) -> list[GenTask]:
+    return load(shots=5 if r.shots is None else r.shots, n_items=r.n_items or 40, seed=r.seed,
+                names=r.tasks)  # fmt: skip

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ablation.tasks.base import DistItem, DistTask, GenItem, GenTask
+from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec, index
 from induction.zoo import corpus
 from induction.zoo import vocab as V
@@ -195,3 +196,9 @@ def load(
     for task in tasks:
         task.positive_control = BY_NAME[task.name].positive_control
     return tasks
+
+
+@register("zoo", lambda: list(SPECS))
+def _load_suite(r: SuiteRequest) -> list[GenTask]:
+    return load(r.tokenizer, n_items=r.n_items or 64, shots=r.shots, seed=r.seed,
+                max_tokens=r.max_tokens or CONTEXT, names=r.tasks)  # fmt: skip

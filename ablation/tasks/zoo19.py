@@ -42,6 +42,7 @@ import numpy as np
 
 from ablation.tasks import zoo
 from ablation.tasks.base import GenItem, GenTask
+from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec, index
 from induction.zoo import vocab as V
 from induction.zoo.world import world
@@ -500,3 +501,9 @@ def load(
     ``math_distractor``), primitives 3, lookup 12 pairs), fewer when the prompt must shrink
     to ``max_tokens``."""
     return [build(name, n_items, shots, seed, max_tokens) for name in names or TASKS]
+
+
+@register("zoo19", lambda: list(SPECS))
+def _load_suite(r: SuiteRequest) -> list[GenTask]:
+    return load(r.tokenizer, n_items=r.n_items or 64, shots=r.shots, seed=r.seed,
+                max_tokens=r.max_tokens or CONTEXT, names=r.tasks)  # fmt: skip

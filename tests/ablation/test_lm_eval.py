@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ablation.config import AblationConfig
-from induction.cli import app
+from induction.commands.main import app
 from induction.errors import InputError
 
 runner = CliRunner()

@@ -14,7 +14,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from induction.cli import app
+from induction.commands.main import app
 from induction.errors import LineageError, ModelLoadError
 from induction.loading import LoadedModel, load_model, ordinary_token_range
 from lineage.log import duplication_log

@@ -12,16 +12,10 @@ import threading
 import pytest
 from typer.testing import CliRunner
 
-from induction.cli import app
+from induction.commands.main import app
 from induction.errors import InputError, ModelLoadError
-from induction.io import (
-    check_outputs,
-    claim_output,
-    model_inputs,
-    write_table,
-    write_text,
-    wrote,
-)
+from induction.io import check_outputs, claim_output, write_table, write_text, wrote
+from induction.specs import model_inputs
 
 runner = CliRunner()
 

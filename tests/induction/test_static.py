@@ -209,7 +209,7 @@ def test_mimebundle_carries_a_png_without_kaleido(no_kaleido):
 def test_circuit_plot_writes_png_or_raises(no_kaleido, tmp_path, monkeypatch):
     import torch
 
-    from circuits.effects import EffectsResult
+    from induction.circuits.effects import EffectsResult
 
     result = EffectsResult(
         model="tiny",

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 import induction
-from induction.cli import app
+from induction.commands.main import app
 from induction.errors import InputError
 from induction.views import (
     parse_heads,
@@ -26,7 +26,9 @@ def grown():
 
 
 def test_parse_heads():
-    assert parse_heads("L5H1, l0h3,5.1", 8, 4) == [(5, 1), (0, 3)]
+    assert parse_heads("L5H1, l0h3", 8, 4) == [(5, 1), (0, 3)]
+    with pytest.raises(InputError, match="L5H1 is named twice"):  # no silent de-duplication
+        parse_heads("L5H1, l0h3,5.1", 8, 4)
     assert parse_heads([(1, 2), "L2H0"], 8, 4) == [(1, 2), (2, 0)]
     with pytest.raises(InputError, match="L99H0 is out of range: the model has layers 0-7"):
         parse_heads("L99H0", 8, 4)

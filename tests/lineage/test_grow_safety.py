@@ -9,7 +9,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from induction.cli import app
+from induction.commands.main import app
 from induction.errors import InputError
 from lineage.checkpoint import grow_checkpoint
 

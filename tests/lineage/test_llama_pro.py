@@ -16,7 +16,7 @@ from transformers import (
 )
 from typer.testing import CliRunner
 
-from induction.cli import app
+from induction.commands.main import app
 from induction.errors import InputError, LineageError
 from induction.layers import decoder_layers
 from lineage.checkpoint import grow_checkpoint

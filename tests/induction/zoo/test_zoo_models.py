@@ -120,7 +120,7 @@ def test_grown12_grew_twice_with_spaced_stages(name):
 def test_lineage_uses_the_shipped_initial_network():
     from typer.testing import CliRunner
 
-    from induction.cli import app
+    from induction.commands.main import app
 
     result = CliRunner().invoke(app, ["lineage", "grown-s0", "--top", "12", "--seeds", "1"])
     assert result.exit_code == 0, result.output

@@ -1,0 +1,447 @@
+"""Induction circuits: each induction head's partners among earlier heads, found two ways
+(Elhage et al. 2021; Olsson et al. 2022; docs/research.md, "Circuits and per-head causality").
+
+For every induction head B (stripe score >= ``threshold``, or the ``top`` n) and every head A
+in an earlier layer:
+
+- **weights**: K-composition of A into B (:mod:`induction.composition`: RoPE ignored, GQA
+  query heads use their group's ``W_K`` / ``W_V``, input-norm gains folded), with the mean
+  score of random matrices of the same shapes as the baseline;
+- **activations, total**: the drop of B's induction score when A's ``hook_z`` is ablated
+  (zero, mean or resample: :mod:`induction.circuits.patching`), many candidates per forward pass;
+- **activations, key path**: the drop when A's output is removed only from the residual
+  stream entering B's keys. The TransformerLens 4 bridge exposes per-head key inputs
+  (``blocks.{l}.attn.hook_k_input``, ``[batch, pos, kv_head, d_model]``, after
+  ``set_use_split_qkv_input(True)``); the pass starts at B's layer from the clean residual
+  and subtracts ``(z_A - z'_A) W_O^A`` from B's key input only (the direct path A -> B.keys).
+  On a grouped-query model the key input belongs to B's key/value group, so the patch reaches
+  the keys of every query head of that group; only B's pattern is read. Where the bridge
+  has no such hook the column is NaN and the result says so.
+
+A head's **partners** are the candidates with the largest key-path drop (the total drop when
+the key path is unavailable).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from induction.specs import ModelLike
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from induction.circuits.effects import Setup, setup
+from induction.circuits.patching import (
+    Clean,
+    Replacement,
+    check_mode,
+    chunks_by_layer,
+    clean_pass,
+    make_replacement,
+    mask_hook,
+    run_rows,
+    z_hook,
+)
+from induction.errors import InputError
+from induction.heads import Head, head_label
+
+DEFAULT_PARTNERS = 3
+
+
+def label(head: Head) -> str:
+    return head_label(*head)
+
+
+class _Reader:
+    """Hooks on ``hook_pattern`` that store the stripe induction score of chosen heads."""
+
+    def __init__(self, s: Setup, heads: Sequence[Head]):
+        layout = s.prompts.layout
+        q, k, _ = layout.pairs("induction")
+        self.flat = (q * layout.length + k).to(s.v.device)
+        self.heads = list(heads)
+        self.by_layer: dict[int, list[int]] = {}
+        for j, (layer, h) in enumerate(self.heads):
+            self.by_layer.setdefault(layer, []).append(j)
+        self.out: torch.Tensor | None = None
+
+    def hooks(self, n_rows: int, layers: Sequence[int] | None = None):
+        self.out = torch.full((n_rows, len(self.heads)), float("nan"))
+        wanted = self.by_layer if layers is None else {x: self.by_layer[x] for x in layers}
+
+        def make(layer: int):
+            cols = wanted[layer]
+            idx = torch.tensor([self.heads[j][1] for j in cols])
+
+            def fn(pattern, hook):
+                p = pattern[:, idx.to(pattern.device)]  # [rows, n, q, k]
+                vals = p.flatten(2).index_select(2, self.flat).float().mean(-1)
+                self.out[:, cols] = vals.cpu()
+                return None
+
+            return fn
+
+        return [(f"blocks.{layer}.attn.hook_pattern", make(layer)) for layer in wanted]
+
+
+@dataclass
+class CircuitResult:
+    """Induction heads, their candidate partners and both kinds of evidence."""
+
+    model: str
+    table: Any  # DataFrame, one row per (induction head, earlier head)
+    heads: list[Head]
+    threshold: float
+    top: int | None
+    baseline: tuple[float, float]  # K-composition of random matrices: mean, std
+    key_path: bool  # whether the key-path column was measured
+    key_path_note: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    lineage: Any = None  # induction.circuits.history.CircuitLineage, when the model was grown
+
+    def to_frame(self):
+        df = self.table.copy()
+        df.attrs.update(self.summary())
+        return df
+
+    def partners(self, n: int = DEFAULT_PARTNERS):
+        """The ``n`` strongest partners of each induction head."""
+        df = self.table
+        if df.empty:
+            return df
+        return df[df["partner_rank"] <= n].sort_values(["induction_head_score", "partner_rank"],
+                                                        ascending=[False, True])  # fmt: skip
+
+    def circuits(self) -> list[tuple[Head, Head]]:
+        """(partner, induction head) pairs: each induction head with its strongest partner."""
+        df = self.table
+        if df.empty:
+            return []
+        best = df[df["partner_rank"] == 1]
+        return [
+            ((int(r.partner_layer), int(r.partner_head)), (int(r.layer), int(r.head)))
+            for r in best.itertuples(index=False)
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        out = {
+            "model": self.model,
+            "induction_heads": [label(h) for h in self.heads],
+            "threshold": self.threshold,
+            "top": self.top,
+            "k_comp_baseline": self.baseline[0],
+            "k_comp_baseline_std": self.baseline[1],
+            "key_path": self.key_path,
+            "key_path_note": self.key_path_note,
+            **self.settings,
+        }
+        if self.lineage is not None:
+            out["lineage"] = self.lineage.summary()
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        """The table (.csv/.parquet/.jsonl/.json, as ``induction scan --out``)."""
+        from induction.io import write_table
+
+        path = Path(path)
+        write_table(self.to_frame(), path)
+        return path
+
+    def plot(self, path: str | Path | None = None):
+        """K-composition above baseline against the causal drop, one point per pair; saved if
+        a path (.html or .png, as :meth:`induction.circuits.effects.EffectsResult.plot`)."""
+        import plotly.express as px
+
+        df = self.table
+        ycol = "drop_key" if self.key_path else "drop"
+        fig = px.scatter(
+            df,
+            x="k_comp_excess",
+            y=ycol,
+            color="partner_prev_token",
+            color_continuous_scale="Viridis",
+            facet_col="induction_head" if 0 < len(self.heads) <= 6 else None,
+            hover_data=["induction_head", "partner", "k_comp", "drop"],
+            title=f"{self.model}: induction heads and their earlier partners",
+        )
+        if path is not None:
+            from induction.plots import save_figure
+
+            note = save_figure(fig, Path(path))
+            if note:  # nothing written: say so, never a silent skip (CLI: exit 2)
+                raise InputError(note)
+        return fig
+
+
+def _pick_heads(df, threshold: float, top: int | None) -> list[Head]:
+    ranked = df.sort_values("induction", ascending=False)
+    if top is not None:
+        ranked = ranked.head(top)
+    else:
+        ranked = ranked[ranked["induction"] >= threshold]
+    return [(int(r.layer), int(r.head)) for r in ranked.itertuples(index=False)]
+
+
+def _no_advance() -> None:
+    pass
+
+
+def _passes(heads: list[Head], candidates: list[Head], per: int, key_path: bool) -> int:
+    """Forward passes of :func:`_total_drops` (and :func:`_key_path_drops`): the progress
+    total."""
+    n = len(chunks_by_layer(candidates, per))
+    if key_path:
+        for lb in {h[0] for h in heads}:
+            n += -(-sum(c[0] < lb for c in candidates) // per)
+    return n
+
+
+@torch.no_grad()
+def _total_drops(
+    s: Setup,
+    heads: list[Head],
+    candidates: list[Head],
+    repl: Replacement,
+    clean: Clean,
+    max_rows,
+    advance: Callable[[], None] = _no_advance,
+):
+    """Induction score of each head with each candidate ablated: ``[cands, heads, B]``;
+    ``advance()`` after each forward pass."""
+    v, B = s.v, s.tokens.shape[0]
+    reader = _Reader(s, heads)
+    stop = max(h[0] for h in heads) + 1
+    index = {c: i for i, c in enumerate(candidates)}
+    out = torch.full((len(candidates), len(heads), B), float("nan"))
+    for layer, cs in chunks_by_layer(candidates, max(1, max_rows // B)):
+        c = len(cs)
+        keep = torch.ones(c, v.n_heads, device=v.device)
+        for i, (_, h) in enumerate(cs):
+            keep[i, h] = 0
+        keep = keep.repeat_interleave(B, dim=0)
+        later = [x for x in reader.by_layer if x > layer]
+        hooks = [(z_hook(layer), mask_hook(keep, repl.for_rows(layer, c, clean.z[layer])))]
+        hooks += reader.hooks(c * B, later)
+        run_rows(
+            v,
+            s.tokens.repeat(c, 1),
+            start=layer,
+            resid=clean.resid[layer].repeat(c, 1, 1),
+            stop=stop,
+            hooks=hooks,
+        )
+        vals = reader.out.view(c, B, len(heads)).permute(0, 2, 1)
+        for i, cand in enumerate(cs):
+            out[index[cand]] = vals[i]
+        advance()
+    return out
+
+
+@torch.no_grad()
+def _key_path_drops(
+    s: Setup,
+    heads: list[Head],
+    candidates: list[Head],
+    repl: Replacement,
+    clean: Clean,
+    max_rows,
+    advance: Callable[[], None] = _no_advance,
+):
+    """Induction score of each head with each candidate removed from its key input only;
+    ``advance()`` after each forward pass."""
+    v, B = s.v, s.tokens.shape[0]
+    bridge = v.bridge
+    out = torch.full((len(candidates), len(heads), B), float("nan"))
+    index = {c: i for i, c in enumerate(candidates)}
+    reader = _Reader(s, heads)
+    W_O = {}
+    bridge.set_use_split_qkv_input(True)
+    try:
+        for lb, cols in sorted(reader.by_layer.items()):
+            earlier = [c for c in candidates if c[0] < lb]
+            per = max(1, max_rows // B)
+            for start in range(0, len(earlier), per):
+                cs = earlier[start : start + per]
+                c = len(cs)
+                deltas = []
+                for la, ha in cs:
+                    if la not in W_O:
+                        W_O[la] = bridge.blocks[la].attn.W_O.detach()
+                    z = clean.z[la][:, :, ha]  # [B, pos, dh]
+                    r = repl.for_rows(la, 1, clean.z[la])
+                    zr = torch.zeros_like(z) if r is None else r.expand_as(clean.z[la])[:, :, ha]
+                    deltas.append((z - zr) @ W_O[la][ha].to(z.dtype))
+                delta = torch.cat(deltas)  # [c*B, pos, d]
+
+                def patch(x, hook, lb=lb, delta=delta):
+                    # x: [rows, pos, n_kv, d_model]; patch the KV groups of this layer's heads
+                    n_kv = x.shape[2]
+                    groups = sorted({reader.heads[j][1] // (v.n_heads // n_kv) for j in cols})
+                    x = x.clone()
+                    x[:, :, groups] = x[:, :, groups] - delta[:, :, None].to(x.dtype)
+                    return x
+
+                hooks = [(f"blocks.{lb}.attn.hook_k_input", patch)] + reader.hooks(c * B, [lb])
+                run_rows(
+                    v,
+                    s.tokens.repeat(c, 1),
+                    start=lb,
+                    resid=clean.resid[lb].repeat(c, 1, 1),
+                    stop=lb + 1,
+                    hooks=hooks,
+                )
+                vals = reader.out.view(c, B, len(heads)).permute(0, 2, 1)
+                for i, cand in enumerate(cs):
+                    out[index[cand], cols] = vals[i, cols]
+                advance()
+    finally:
+        bridge.set_use_split_qkv_input(False)
+    return out
+
+
+def find_circuits(
+    model: ModelLike,
+    *,
+    threshold: float = 0.4,
+    top: int | None = None,
+    seq_len: int | None = None,
+    batch: int = 8,
+    seeds=1,
+    mode: str = "zero",
+    reference: str = "task",
+    key_path: bool = True,
+    max_rows: int = 256,
+    progress: bool = False,
+) -> CircuitResult:
+    """Find each induction head's partners among earlier heads, by weights and activations
+    (:func:`induction.circuits.job.induction_circuits` adds the circuits' lineage).
+
+    Args:
+        model: a LoadedModel or a model spec (``lidas8``, ``smollm2``, a folder, ...).
+        threshold: induction heads are those scoring at least this (stripe convention).
+        top: instead, the ``top`` heads by induction score.
+        seq_len, batch, seeds: the repeated-token prompts (as ``induction scan``).
+        mode, reference: how a candidate is ablated (:mod:`induction.circuits.patching`).
+        key_path: also measure the drop on the path into the induction head's keys.
+        max_rows: prompts x candidates per forward pass.
+        progress: report the scan and the ablation passes (:mod:`induction.progress`: a bar
+            on a terminal, periodic lines in a log); ``induction circuits`` turns it on.
+
+    Returns a :class:`CircuitResult`; its table has one row per (induction head, earlier
+    head): ``induction_head``, ``layer``, ``head``, ``induction_head_score``, ``partner``,
+    ``partner_layer``, ``partner_head``, ``partner_prev_token``, ``k_comp``,
+    ``k_comp_baseline``, ``k_comp_excess``, ``clean_score``, ``drop``, ``drop_se``,
+    ``drop_key``, ``drop_key_se``, ``partner_rank`` (1 = largest key-path drop).
+    """
+    import pandas as pd
+
+    from induction.composition import composition_scores, head_weights, random_baseline
+    from induction.progress import progress as progress_reporter
+    from induction.scores import induction_scores
+
+    check_mode(mode, reference)
+    if top is not None and top < 1:
+        raise InputError(f"top must be >= 1, got {top}")
+    if not 0 <= threshold <= 1:
+        raise InputError(f"threshold must be in [0, 1], got {threshold}")
+    s = setup(model, seq_len=seq_len, batch=batch, seeds=seeds)
+    v = s.v
+    scores = induction_scores(
+        s.loaded,
+        seq_len=s.prompts.seq_len,
+        batch=batch,
+        seeds=seeds,
+        scores=("induction", "previous_token"),
+        progress=progress,
+    )
+    heads = [h for h in _pick_heads(scores, threshold, top) if h[0] > 0]
+    weights = head_weights(s.loaded)
+    d_model, d_head = weights.W_Q.shape[2], weights.W_Q.shape[3]
+    baseline = random_baseline(int(d_model), int(d_head), "k")
+    settings = {
+        "seq_len": s.prompts.seq_len,
+        "batch": batch,
+        "seeds": list(s.prompts.seeds),
+        "mode": mode,
+        "reference": reference,
+    }
+    note = "measured on hook_k_input (direct path into the keys)"
+    if weights.n_kv_heads != v.n_heads:
+        note += "; grouped-query model: the patch reaches the head's whole key/value group"
+    if not heads:
+        empty = pd.DataFrame(columns=["induction_head", "partner", "partner_rank"])
+        return CircuitResult(s.name, empty, [], threshold, top, baseline, False, note, settings)
+    kcomp = composition_scores(weights, "k", readers=heads)
+    candidates = [(la, ha) for la in range(max(h[0] for h in heads)) for ha in range(v.n_heads)]
+    has_key = key_path and "blocks.0.attn.hook_k_input" in v.bridge.hook_dict
+    if key_path and not has_key:
+        note = "the bridge exposes no hook_k_input: key-path drop not measured"
+    per = max(1, max_rows // s.tokens.shape[0])
+    with progress_reporter(progress) as bar:
+        task = f"circuits of {s.name}: ablating partners"
+        advance = bar.task(2 + _passes(heads, candidates, per, has_key), task)
+        clean = clean_pass(v, s.tokens)
+        repl = make_replacement(v, mode, reference, s.tokens, clean, s.info)
+        advance()
+        reader = _Reader(s, heads)
+        with torch.no_grad():
+            stop = max(h[0] for h in heads) + 1
+            run_rows(v, s.tokens, stop=stop, hooks=reader.hooks(len(s.tokens)))
+        clean_scores = reader.out.T.clone()  # [heads, B]
+        advance()
+        total = _total_drops(s, heads, candidates, repl, clean, max_rows, advance)
+        keyd = (
+            _key_path_drops(s, heads, candidates, repl, clean, max_rows, advance)
+            if has_key
+            else None
+        )
+    prev = {(int(r.layer), int(r.head)): float(r.previous_token) for r in scores.itertuples()}
+    ind = {(int(r.layer), int(r.head)): float(r.induction) for r in scores.itertuples()}
+    rows = []
+    n = s.tokens.shape[0]
+    for j, b in enumerate(heads):
+        for i, a in enumerate(candidates):
+            if a[0] >= b[0]:
+                continue
+            drop = clean_scores[j] - total[i, j]
+            row = {
+                "induction_head": label(b),
+                "layer": b[0],
+                "head": b[1],
+                "induction_head_score": ind[b],
+                "partner": label(a),
+                "partner_layer": a[0],
+                "partner_head": a[1],
+                "partner_prev_token": prev[a],
+                "k_comp": float(kcomp[a[0], a[1], b[0], b[1]]),
+                "k_comp_baseline": baseline[0],
+                "k_comp_excess": float(kcomp[a[0], a[1], b[0], b[1]]) - baseline[0],
+                "clean_score": float(clean_scores[j].mean()),
+                "drop": float(drop.mean()),
+                "drop_se": float(drop.std() / n**0.5) if n > 1 else float("nan"),
+            }
+            if keyd is not None:
+                dk = clean_scores[j] - keyd[i, j]
+                row["drop_key"] = float(dk.mean())
+                row["drop_key_se"] = float(dk.std() / n**0.5) if n > 1 else float("nan")
+            else:
+                row["drop_key"] = row["drop_key_se"] = float("nan")
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    by = "drop_key" if keyd is not None else "drop"
+    df["partner_rank"] = df.groupby("induction_head")[by].rank(ascending=False, method="first")
+    df["partner_rank"] = df["partner_rank"].astype(int)
+    df["k_comp_rank"] = df.groupby("induction_head")["k_comp"].rank(ascending=False, method="first")
+    df["k_comp_rank"] = df["k_comp_rank"].astype(int)
+    df = df.sort_values(["induction_head_score", "induction_head", "partner_rank"],
+                        ascending=[False, True, True]).reset_index(drop=True)  # fmt: skip
+    result = CircuitResult(
+        s.name, df, heads, threshold, top, baseline, keyd is not None, note, settings
+    )
+    return result

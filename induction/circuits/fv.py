@@ -1,0 +1,337 @@
+"""Function-vector (FV) heads: which heads carry the task from the demonstrations to the answer.
+
+Todd et al. 2024 ("Function vectors in large language models", arXiv 2310.15213): for a task,
+take each head's output at the last position averaged over clean few-shot prompts (its *mean
+activation*); patch it into the same position of prompts whose demonstration labels are
+shuffled (the demonstrations no longer say what the task is); the increase in the probability
+of the correct answer is the head's **causal indirect effect** (CIE). A head's **FV score** is
+its mean CIE over tasks. Yin and Steinhardt 2025 ("Which attention heads matter for in-context
+learning?", arXiv 2502.14010) compare these heads with induction heads.
+
+Here:
+
+- the head's output is ``blocks.{l}.attn.hook_z`` at the last prompt position (per query head,
+  before the output projection; ``[batch, pos, head, d_head]``), so a patched head writes the
+  mean through its own slice of ``o_proj``;
+- the answer is the first token of the gold answer after the prompt (lm-eval's split of prompt
+  and continuation); answers of several tokens are scored by their first token, as Todd et al.
+  do;
+- corrupted prompts keep each demonstration's input and draw its label from the other
+  demonstrations of the same prompt (a random derangement), as Todd et al.'s shuffled labels;
+- batched: the corrupted batch is repeated once per head of a chunk and one forward pass
+  patches a different head in each row block (:func:`cie_batched`); :func:`cie_loop` (one
+  forward per head) is the reference it is tested against;
+- the score's spread is over prompt seeds (each seed draws other queries, demonstrations and
+  shuffles).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from induction.errors import InputError
+from induction.heads import Head
+
+#: Rows (prompts x patched heads) per forward pass on CPU.
+DEFAULT_MAX_ROWS = 256
+
+
+@dataclass(frozen=True)
+class FVPrompt:
+    """One query: its clean prompt, the same prompt with the demonstrations' labels shuffled,
+    and the gold answer."""
+
+    clean: str
+    corrupted: str
+    answer: str
+
+
+def fv_prompts(
+    examples: Sequence[Any], n_prompts: int, shots: int, seed: int, joiner: str = "\n\n"
+) -> list[FVPrompt]:
+    """``n_prompts`` few-shot prompts of ``shots`` demonstrations drawn from ``examples``
+    (:class:`ablation.tasks.base.Example`: ``prompt``, ``golds``), each query's demonstrations
+    never the query itself, seeded by ``seed``."""
+    if shots < 2:
+        raise InputError(f"--shots must be >= 2 to shuffle labels, got {shots}")
+    if len(examples) < shots + 1:
+        raise InputError(
+            f"a task has {len(examples)} examples; FV prompts need --shots + 1 = {shots + 1}"
+        )
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n_prompts):
+        query, *demos = rng.sample(list(examples), shots + 1)
+        labels = [d.golds[0] for d in demos]
+        order = _derangement(len(demos), rng)
+        clean = "".join(f"{d.prompt} {y}{joiner}" for d, y in zip(demos, labels, strict=True))
+        shuffled = "".join(
+            f"{d.prompt} {labels[j]}{joiner}" for d, j in zip(demos, order, strict=True)
+        )
+        out.append(FVPrompt(clean + query.prompt, shuffled + query.prompt, query.golds[0]))
+    return out
+
+
+def _derangement(n: int, rng: random.Random) -> list[int]:
+    while True:
+        order = list(range(n))
+        rng.shuffle(order)
+        if all(i != j for i, j in enumerate(order)):
+            return order
+
+
+# --------------------------------------------------------------------------- model passes
+
+
+@dataclass
+class Batch:
+    """Left-padded token ids of a prompt list (last position = the prediction)."""
+
+    ids: Tensor
+    mask: Tensor
+    answer: Tensor  # [batch] first answer token
+
+
+def encode(tok, prompts: Sequence[str], answers: Sequence[str], device) -> Batch:
+    from ablation.readout import continuation
+
+    rows, firsts = [], []
+    for prompt, answer in zip(prompts, answers, strict=True):
+        ids = tok(prompt)["input_ids"]
+        rows.append(ids)
+        firsts.append(continuation(tok, prompt, answer, ids)[0])
+    width = max(len(r) for r in rows)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r) :] = torch.tensor(r)
+        mask[i, width - len(r) :] = 1
+    return Batch(ids.to(device), mask.to(device), torch.tensor(firsts, device=device))
+
+
+def _forward(loaded, batch_ids: Tensor, mask: Tensor, hooks) -> Tensor:
+    """Last-position logits under ``hooks`` (``[(hook name, fn)]``)."""
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.inference_mode(), loaded.bridge.hooks(fwd_hooks=hooks):
+        out = loaded.hf_model(
+            input_ids=batch_ids, attention_mask=mask, position_ids=pos, use_cache=False
+        )
+    return out.logits[:, -1].float()
+
+
+def z_name(layer: int) -> str:
+    return f"blocks.{layer}.attn.hook_z"
+
+
+def mean_activations(loaded, clean: Batch) -> Float[Tensor, "layer head d_head"]:
+    """Each head's ``hook_z`` at the last position, averaged over the clean prompts."""
+    n_layers = loaded.info.n_layers
+    found: dict[int, Tensor] = {}
+
+    def grab(layer):
+        def fn(z, hook):
+            found[layer] = z[:, -1].detach().float().mean(0)
+            return z
+
+        return fn
+
+    _forward(loaded, clean.ids, clean.mask, [(z_name(la), grab(la)) for la in range(n_layers)])
+    return torch.stack([found[la] for la in range(n_layers)])
+
+
+def answer_prob(logits: Tensor, answer: Tensor) -> Tensor:
+    return torch.softmax(logits, -1).gather(1, answer[:, None])[:, 0]
+
+
+def cie_loop(loaded, corrupted: Batch, means, heads: Sequence[Head]) -> Tensor:
+    """Reference: one forward per head; ``[len(heads)]`` mean CIE over the prompts."""
+    base = answer_prob(_forward(loaded, corrupted.ids, corrupted.mask, []), corrupted.answer)
+    out = []
+    for layer, head in heads:
+
+        def patch(z, hook, head=head, layer=layer):
+            z = z.clone()
+            z[:, -1, head] = means[layer, head].to(z.dtype)
+            return z
+
+        logits = _forward(loaded, corrupted.ids, corrupted.mask, [(z_name(layer), patch)])
+        out.append((answer_prob(logits, corrupted.answer) - base).mean())
+    return torch.stack(out)
+
+
+def cie_batched(
+    loaded, corrupted: Batch, means, heads: Sequence[Head], max_rows: int = DEFAULT_MAX_ROWS
+) -> Tensor:
+    """:func:`cie_loop` with many heads per forward pass: the corrupted batch repeated once per
+    head of a chunk, row block ``j`` patched at head ``heads[j]`` only."""
+    b = corrupted.ids.shape[0]
+    base = answer_prob(_forward(loaded, corrupted.ids, corrupted.mask, []), corrupted.answer)
+    per_pass = max(1, max_rows // b)
+    out = []
+    for start in range(0, len(heads), per_pass):
+        chunk = list(heads[start : start + per_pass])
+        reps = len(chunk)
+        by_layer: dict[int, list[tuple[int, int]]] = {}
+        for j, (layer, head) in enumerate(chunk):
+            by_layer.setdefault(layer, []).append((j, head))
+
+        def make(layer):
+            blocks = by_layer[layer]
+
+            def fn(z, hook):
+                z = z.clone()
+                for j, head in blocks:
+                    z[j * b : (j + 1) * b, -1, head] = means[layer, head].to(z.dtype)
+                return z
+
+            return fn
+
+        hooks = [(z_name(la), make(la)) for la in by_layer]
+        logits = _forward(
+            loaded, corrupted.ids.repeat(reps, 1), corrupted.mask.repeat(reps, 1), hooks
+        )
+        probs = answer_prob(logits, corrupted.answer.repeat(reps)).view(reps, b)
+        out.append((probs - base[None]).mean(1))
+    return torch.cat(out)
+
+
+# --------------------------------------------------------------------------- the pipeline
+
+
+@dataclass
+class FVResult:
+    """FV scores per head: the mean CIE over tasks (``fv``), its spread over prompt seeds
+    (``fv_std``), each task's CIE, and the induction score beside it when given."""
+
+    model: str
+    table: pd.DataFrame
+    settings: dict = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def top(self, frac: float) -> list[Head]:
+        """The ``ceil(frac * heads)`` heads with the highest FV score."""
+        from ablation.selection import top_frac
+
+        return top_frac(self.table, frac, "fv")
+
+    def save(self, path: str | Path) -> Path:
+        from induction.io import write_table
+
+        return write_table(self.table, path)
+
+    def plot(self, path: str | Path | None = None):
+        """Layer x head heatmap of the FV score (saved when a path is given)."""
+        import plotly.graph_objects as go
+
+        t = self.table
+        z = t.pivot(index="layer", columns="head", values="fv").sort_index()
+        fig = go.Figure(
+            go.Heatmap(
+                z=z.to_numpy(),
+                x=[f"H{h}" for h in z.columns],
+                y=[f"L{la}" for la in z.index],
+                colorscale="RdBu",
+                zmid=0,
+                colorbar={"title": {"text": "FV score (Δp)"}},
+            )
+        )
+        fig.update_layout(
+            title=f"Function-vector scores of {self.model} (mean CIE over "
+            f"{self.settings.get('n_tasks', '?')} tasks)",
+            xaxis_title="head",
+            yaxis_title="layer",
+        )
+        if path is not None:
+            from induction.plots import save_figure
+
+            note = save_figure(fig, Path(path))
+            if note:
+                raise InputError(note)
+        return fig
+
+
+def fv_scores(
+    model: Any,
+    *,
+    tasks: Sequence[str] | None = None,
+    suite: str = "words",
+    n_prompts: int = 16,
+    shots: int = 5,
+    seeds: int = 1,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    progress: bool = False,
+) -> FVResult:
+    """FV scores of every head of ``model`` (a spec or a loaded model) on a suite of
+    ``{input, output}`` tasks (``words``: the function-vector-style word tasks)."""
+    from induction.loading import load_model
+    from induction.progress import progress as reporter
+
+    if suite != "words":
+        raise InputError(f"--suite {suite!r}: FV scores need word-pair tasks; use --suite words")
+    loaded = model if hasattr(model, "bridge") else load_model(model)
+    from ablation.tasks import words
+
+    names = list(tasks) if tasks else words.task_names()
+    unknown = sorted(set(names) - set(words.task_names()))
+    if unknown:
+        raise InputError(f"unknown words task(s) {', '.join(unknown)}; see `induction tasks words`")
+    info = loaded.info
+    heads = [(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
+    device = next(loaded.hf_model.parameters()).device
+    per_seed = []
+    with reporter(progress) as bar:
+        advance = bar.task(len(names) * seeds, "fv")
+        for seed in range(seeds):
+            by_task = {}
+            for name in names:
+                _, examples = words.load_examples(words.DATA / f"{name}.json")
+                prompts = fv_prompts(examples, n_prompts, shots, seed)
+                tok = loaded.tokenizer
+                answers = [p.answer for p in prompts]
+                clean = encode(tok, [p.clean for p in prompts], answers, device)
+                corrupted = encode(tok, [p.corrupted for p in prompts], answers, device)
+                means = mean_activations(loaded, clean)
+                by_task[name] = cie_batched(loaded, corrupted, means, heads, max_rows).cpu()
+                advance()
+            per_seed.append(by_task)
+    rows = []
+    for i, (layer, head) in enumerate(heads):
+        seed_means = [float(np.mean([s[n][i] for n in names])) for s in per_seed]
+        row = {"layer": layer, "head": head, "fv": float(np.mean(seed_means))}
+        row["fv_std"] = float(np.std(seed_means, ddof=1)) if seeds > 1 else float("nan")
+        for n in names:
+            row[f"cie:{n}"] = float(np.mean([s[n][i] for s in per_seed]))
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    table.insert(2, "rank", table["fv"].rank(ascending=False, method="first").astype(int))
+    settings = {"suite": suite, "tasks": names, "n_tasks": len(names), "n_prompts": n_prompts,
+                "shots": shots, "seeds": seeds}  # fmt: skip
+    return FVResult(model=info.name, table=table, settings=settings)
+
+
+def _fv_table(loaded) -> pd.DataFrame:
+    """The ``fv`` score for ``induction ablate --score fv`` / ``--exclude fv:FRAC`` (the
+    defaults of :func:`fv_scores`)."""
+    return fv_scores(loaded).table[["layer", "head", "fv"]]
+
+
+def _register() -> None:
+    from ablation.run import register_score
+
+    register_score("fv", _fv_table)
+
+
+_register()

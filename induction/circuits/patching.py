@@ -1,0 +1,306 @@
+"""Batched single-head ablation: many heads ablated in one forward pass, one head per row block.
+
+The prompt batch (``B`` prompts) is replicated once per ablated head of a *chunk*; a hook on
+``blocks.{l}.attn.hook_z`` (``[rows, pos, head, d_head]``) blends every row with its
+replacement through a ``[rows, heads]`` keep-mask (1 everywhere except the row block's own
+head): ``z' = keep * z + (1 - keep) * replacement``. Replacements (docs/research.md, "Circuits
+and per-head causality"; Yin and Steinhardt 2025 for mean ablation over random tokens):
+
+- ``zero``: 0 (moves activations off distribution);
+- ``mean``: the head's mean ``hook_z`` over a reference distribution
+  (:func:`ablation.hooks.head_means`): ``random`` (random-token prompts, not repeated) or
+  ``task`` (the repeated-token prompts themselves);
+- ``resample``: the head's ``hook_z`` on another prompt of the reference distribution at the
+  same position (row ``b`` takes reference row ``b + 1`` for ``task``, row ``b`` for
+  ``random``).
+
+Two savings beyond batching make it cheaper than a loop of one ablated forward per head:
+
+- **Shared prefix.** Ablating a head of layer ``l`` changes nothing before layer ``l``, so a
+  chunk holds heads of one layer and starts there, from the clean residual stream entering
+  layer ``l`` (cached by one clean pass). The decoder runs on a slice of its layer list,
+  fed the residual as ``inputs_embeds``; this needs a decoder that adds no absolute position
+  embedding to ``inputs_embeds`` (Llama, Qwen, Gemma, SmolLM2, the zoo). Others run from the
+  tokens (same results, no saving).
+- **Only the logits read.** The loss is read on the second copy only, so the unembedding runs
+  on those positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from induction.errors import InputError
+from induction.heads import Head
+
+MODES = ("zero", "mean", "resample")
+REFERENCES = ("random", "task")
+
+
+def check_mode(mode: str, reference: str) -> None:
+    if mode not in MODES:
+        raise InputError(f"unknown ablation mode {mode!r}; use one of {', '.join(MODES)}")
+    if reference not in REFERENCES:
+        raise InputError(f"unknown reference {reference!r}; use one of {', '.join(REFERENCES)}")
+
+
+def z_hook(layer: int) -> str:
+    return f"blocks.{layer}.attn.hook_z"
+
+
+# --------------------------------------------------------------------------- the model view
+
+
+@dataclass
+class View:
+    """The parts of a loaded model the batched passes drive."""
+
+    bridge: Any
+    hf: Any
+    base: Any  # the decoder module that owns the layer list (e.g. LlamaModel)
+    layers: Any  # its nn.ModuleList
+    lm_head: Any
+    n_layers: int
+    n_heads: int
+    d_head: int
+    device: torch.device
+    can_skip: bool  # the decoder accepts a mid-stack residual as inputs_embeds
+
+
+def view(model: Any) -> View:
+    from induction.layers import LAYER_PATHS
+
+    bridge = getattr(model, "bridge", model)
+    hf = bridge.original_model
+    base = layers = None
+    for path in LAYER_PATHS:
+        parts = path.split(".")
+        obj = hf
+        for part in parts[:-1]:
+            obj = getattr(obj, part, None)
+        lst = getattr(obj, parts[-1], None) if obj is not None else None
+        if isinstance(lst, torch.nn.ModuleList):
+            base, layers = obj, lst
+            break
+    absolute = any(
+        getattr(base, a, None) is not None
+        for a in ("wpe", "embed_positions", "position_embeddings")
+    )
+    lm_head = hf.get_output_embeddings() if hasattr(hf, "get_output_embeddings") else None
+    cfg = bridge.cfg
+    dev = next(bridge.parameters()).device
+    return View(
+        bridge=bridge,
+        hf=hf,
+        base=base,
+        layers=layers,
+        lm_head=lm_head,
+        n_layers=int(cfg.n_layers),
+        n_heads=int(cfg.n_heads),
+        d_head=int(cfg.d_head),
+        device=dev,
+        can_skip=base is not None and lm_head is not None and not absolute,
+    )
+
+
+@contextmanager
+def _only_layers(v: View, start: int, stop: int) -> Iterator[None]:
+    """Temporarily shrink the decoder's layer list to ``layers[start:stop]`` (names kept)."""
+    saved = list(v.layers._modules.items())
+    try:
+        v.layers._modules.clear()
+        for name, module in saved[start:stop]:
+            v.layers._modules[name] = module
+        yield
+    finally:
+        v.layers._modules.clear()
+        for name, module in saved:
+            v.layers._modules[name] = module
+
+
+def run_rows(
+    v: View,
+    tokens: torch.Tensor,
+    *,
+    start: int = 0,
+    resid: torch.Tensor | None = None,
+    stop: int | None = None,
+    logits_at: torch.Tensor | None = None,
+    hooks: Sequence[tuple[str, Any]] = (),
+) -> torch.Tensor | None:
+    """Run ``tokens`` (``[rows, pos]``) through layers ``start .. stop-1`` with ``hooks``.
+
+    ``resid`` is the residual entering layer ``start`` (``[rows, pos, d_model]``); with it and
+    a decoder that allows it, the earlier layers are skipped. Returns the logits at positions
+    ``logits_at`` (``[rows, len(logits_at), vocab]``), or None when ``logits_at`` is None.
+    """
+    stop = v.n_layers if stop is None else stop
+    with v.bridge.hooks(fwd_hooks=list(hooks)):
+        if v.can_skip and (start > 0 or stop < v.n_layers):
+            if resid is None:
+                if start > 0:
+                    raise InputError("run_rows: a start layer needs the residual entering it")
+                resid = v.hf.get_input_embeddings()(tokens)
+            with _only_layers(v, start, stop):
+                out = v.base(inputs_embeds=resid, use_cache=False)
+            if logits_at is None:
+                return None
+            hidden = out.last_hidden_state.index_select(1, logits_at)
+            return v.lm_head(hidden)
+        if logits_at is None and stop < v.n_layers:
+            from transformer_lens.model_bridge.exceptions import StopAtLayerException
+
+            def halt(x, hook):
+                raise StopAtLayerException(x)
+
+            with v.bridge.hooks(fwd_hooks=[(f"blocks.{stop}.hook_resid_pre", halt)]):
+                try:
+                    v.bridge(tokens, return_type=None)
+                except StopAtLayerException:
+                    pass
+            return None
+        logits = v.bridge(tokens, return_type="logits")
+        return None if logits_at is None else logits.index_select(1, logits_at)
+
+
+def nll_at(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per row, mean NLL of ``targets`` ``[rows, P]`` under ``logits`` ``[rows, P, vocab]``."""
+    lp = logits.float().log_softmax(-1)
+    return -lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).mean(-1)
+
+
+# --------------------------------------------------------------------------- clean pass
+
+
+@dataclass
+class Clean:
+    """One clean pass: residual entering every layer, every layer's ``hook_z``, the loss."""
+
+    resid: dict[int, torch.Tensor]  # layer -> [B, pos, d_model]
+    z: dict[int, torch.Tensor]  # layer -> [B, pos, H, d_head]
+    loss: torch.Tensor | None  # [B] mean NLL at the loss positions
+
+
+@torch.no_grad()
+def clean_pass(
+    v: View,
+    tokens: torch.Tensor,
+    logits_at: torch.Tensor | None = None,
+    targets: torch.Tensor | None = None,
+    layers: Sequence[int] | None = None,
+) -> Clean:
+    layers = range(v.n_layers) if layers is None else layers
+    resid: dict[int, torch.Tensor] = {}
+    zs: dict[int, torch.Tensor] = {}
+
+    def grab_resid(x, hook):
+        resid[int(hook.name.split(".")[1])] = x.detach().clone()
+
+    def grab_z(z, hook):
+        zs[int(hook.name.split(".")[1])] = z.detach().clone()
+
+    hooks = [(f"blocks.{layer}.hook_resid_pre", grab_resid) for layer in layers]
+    hooks += [(z_hook(layer), grab_z) for layer in layers]
+    with v.bridge.hooks(fwd_hooks=hooks):
+        logits = v.bridge(tokens, return_type="logits" if logits_at is not None else None)
+    loss = None
+    if logits_at is not None:
+        loss = nll_at(logits.index_select(1, logits_at), targets)
+    return Clean(resid, zs, loss)
+
+
+# --------------------------------------------------------------------------- replacements
+
+
+@dataclass
+class Replacement:
+    """What an ablated head's ``hook_z`` becomes: zero, a mean, or resampled activations."""
+
+    mode: str
+    means: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [H, d_head]
+    resampled: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [B, pos, H, dh]
+
+    def for_rows(self, layer: int, n_copies: int, like: torch.Tensor) -> torch.Tensor | None:
+        """Replacement for ``n_copies`` stacked copies of the batch (None for zero)."""
+        if self.mode == "zero":
+            return None
+        if self.mode == "mean":
+            return self.means[layer].to(like.dtype)
+        r = self.resampled[layer].to(like.dtype)
+        return r.repeat(n_copies, 1, 1, 1)
+
+
+def random_reference(info: Any, tokens: torch.Tensor, seed: int = 10_000) -> torch.Tensor:
+    """Random-token prompts shaped like ``tokens``: the same prefix token, then distinct
+    random ordinary ids with no repetition (Yin and Steinhardt 2025's reference for means)."""
+    from induction.prompts import token_pool
+
+    pool = token_pool(info)
+    n_rows, length = tokens.shape
+    gen = torch.Generator(device="cpu").manual_seed(int(seed))
+    body = length - 1
+    if body <= len(pool):
+        picks = torch.multinomial(torch.ones(n_rows, len(pool)), body, generator=gen)
+    else:  # a vocabulary smaller than the prompt: draw with replacement
+        picks = torch.randint(len(pool), (n_rows, body), generator=gen)
+    out = torch.cat([tokens[:, :1].cpu(), pool.ids[picks]], dim=1)
+    return out.to(tokens.device)
+
+
+@torch.no_grad()
+def make_replacement(
+    v: View,
+    mode: str,
+    reference: str,
+    tokens: torch.Tensor,
+    clean: Clean | None,
+    info: Any,
+) -> Replacement:
+    """Build the replacement for ``mode`` from the ``reference`` distribution."""
+    check_mode(mode, reference)
+    if mode == "zero":
+        return Replacement("zero")
+    ref = tokens if reference == "task" else random_reference(info, tokens)
+    if mode == "mean":
+        from ablation.hooks import head_means
+
+        ones = torch.ones_like(ref)
+        means = head_means(v.bridge, [(ref, ones)], range(v.n_layers))
+        return Replacement("mean", means={k: t.to(v.device) for k, t in means.overall.items()})
+    if reference == "task" and clean is not None:
+        zs = clean.z
+    else:
+        zs = clean_pass(v, ref).z
+    shift = 1 if reference == "task" else 0
+    return Replacement(
+        "resample", resampled={k: torch.roll(z, -shift, dims=0) for k, z in zs.items()}
+    )
+
+
+def mask_hook(keep: torch.Tensor, repl: torch.Tensor | None):
+    """``z * keep + repl * (1 - keep)`` with ``keep`` ``[rows, H]`` (1 = keep the head)."""
+
+    def fn(z: torch.Tensor, hook) -> torch.Tensor:
+        k = keep.to(z.dtype)[:, None, :, None]
+        if repl is None:
+            return z * k
+        return z * k + repl * (1 - k)
+
+    return fn
+
+
+def chunks_by_layer(heads: Sequence[Head], max_heads: int) -> list[tuple[int, list[Head]]]:
+    """Heads grouped by layer, at most ``max_heads`` per group: ``[(layer, heads), ...]``."""
+    by_layer: dict[int, list[Head]] = {}
+    for head in sorted(heads):
+        by_layer.setdefault(head[0], []).append(head)
+    out = []
+    for layer, hs in sorted(by_layer.items()):
+        for i in range(0, len(hs), max_heads):
+            out.append((layer, hs[i : i + max_heads]))
+    return out

@@ -1,0 +1,160 @@
+"""``induction sweep`` and ``induction timeline`` (docs/dynamics.md).
+
+Keep imports light here: ``induction --help`` imports this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from induction.commands.options import DeviceOpt, DtypeOpt
+
+
+def sweep(
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help="Run folders (their checkpoints/step-* and final model) and/or model specs."
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Dataset folder (one Parquet file per model).")
+    ],
+    revisions: Annotated[
+        str | None,
+        typer.Option(
+            "--revisions", help="Hub revisions of the one model given, e.g. step1000,step2000."
+        ),
+    ] = None,
+    scores: Annotated[
+        str,
+        typer.Option("--scores", help="Comma-separated scan scores."),
+    ] = "induction,prefix_matching,duplicate_token,previous_token",
+    seq_len: Annotated[
+        int | None, typer.Option("--seq-len", help="Tokens per copy (default: the model's).")
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", help="Prompts per seed.")] = 32,
+    seeds: Annotated[int, typer.Option("--seeds", help="Prompt seeds.")] = 3,
+    loss: Annotated[
+        bool, typer.Option("--loss", help="Also the in-context loss (first vs repeated copy).")
+    ] = False,
+    depth: Annotated[
+        bool, typer.Option("--depth", help="Also the per-layer depth angles.")
+    ] = False,
+    lineage: Annotated[
+        bool, typer.Option("--lineage", help="Also each head's primary ancestor (grown models).")
+    ] = False,
+    ablate: Annotated[
+        bool,
+        typer.Option("--ablate", help="Also ablate the top 20% heads (default suite; slow)."),
+    ] = False,
+    workers: Annotated[int, typer.Option("--workers", help="Local worker processes.")] = 1,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Run each model as a Ray task: 'local' starts a local instance; else a "
+            "cluster's address (auto, ray://host:10001).",
+            metavar="ADDRESS",
+        ),
+    ] = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = None,
+) -> None:
+    """Scan many models or checkpoints into a resumable Parquet dataset. A run folder is its
+    whole checkpoint series; a zoo name is its final model (a note says how to sweep the
+    series it ships)."""
+    from induction.dynamics.series import series_hint
+    from induction.dynamics.sweep import SweepSettings
+    from induction.dynamics.sweep import sweep as run_sweep
+    from induction.errors import InputError
+    from induction.score_names import check_scores
+
+    if batch < 1 or seeds < 1:
+        raise InputError("--batch and --seeds must be >= 1")
+    names = tuple(check_scores(scores))
+    settings = SweepSettings(
+        scores=names,
+        seq_len=seq_len,
+        batch=batch,
+        seeds=seeds,
+        loss=loss,
+        depth=depth,
+        lineage=lineage,
+        ablate=ablate,
+        device=device,
+        dtype=dtype,
+    )
+    revs = revisions.split(",") if revisions is not None else None
+    if revs is None:  # a name whose folder ships a series: say how to sweep the series
+        for hint in filter(None, map(series_hint, sources)):
+            typer.echo(f"note: {hint}", err=True)
+    report = run_sweep(sources, out, revisions=revs, settings=settings, workers=workers, ray=ray)
+    typer.echo(report.summary())
+    if report.failed:
+        typer.echo(f"failed ({len(report.failed)}):", err=True)
+        for item, msg in report.failed:
+            typer.echo(f"  {item.describe()}: {msg}", err=True)
+        raise typer.Exit(1)
+
+
+def timeline(
+    dataset: Annotated[Path, typer.Argument(help="A sweep dataset folder.")],
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="Model key in the dataset (default: the only one)."),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Figure: .html (interactive) or .png.")
+    ] = Path("timeline.html"),
+    table: Annotated[
+        Path | None,
+        typer.Option("--table", help="Per-head formation table (.csv, .parquet, .json, .jsonl)."),
+    ] = None,
+    score: Annotated[str, typer.Option("--score", help="Score to follow.")] = "induction",
+    threshold: Annotated[
+        float | None, typer.Option("--threshold", help="Formation threshold (default 0.4).")
+    ] = None,
+    top: Annotated[int, typer.Option("--top", help="Heads drawn (the strongest at the end).")] = 8,
+) -> None:
+    """Per-head formation steps, growth events and the in-context loss over training."""
+    from induction import INDUCTION_THRESHOLD
+    from induction.errors import InputError
+    from induction.io import TABLE_SUFFIXES, check_output_path, prepare_outputs
+    from induction.plots import FIGURE_SUFFIXES
+
+    if top < 1:
+        raise InputError(f"--top must be >= 1, got {top}")
+    if threshold is not None and not 0 <= threshold <= 1:  # NaN fails both comparisons
+        raise InputError(f"--threshold must be in [0, 1], got {threshold}")
+    check_output_path(out, FIGURE_SUFFIXES)
+    check_output_path(table, TABLE_SUFFIXES, "--table")
+    prepare_outputs({"--out": out, "--table": table}, [dataset])
+    from induction.dynamics.dataset import read_dataset
+    from induction.dynamics.timeline import build_timeline
+    from induction.io import write_table, wrote
+    from induction.plots import save_figure
+    from induction.progress import phase
+
+    with phase(f"reading {dataset}"):
+        rows = read_dataset(dataset)
+    tl = build_timeline(
+        rows,
+        model=model,
+        score=score,
+        threshold=INDUCTION_THRESHOLD if threshold is None else threshold,
+    )
+    with phase(f"drawing {out}"):
+        note = save_figure(tl.figure(top=top), out)
+    if note:
+        raise InputError(note)
+    typer.echo(tl.sentence())
+    if tl.hint is not None:
+        typer.echo(f"note: {tl.hint}", err=True)
+    typer.echo(wrote(out), err=True)
+    if table is not None:
+        write_table(tl.formed, table)
+        typer.echo(wrote(table), err=True)

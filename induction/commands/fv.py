@@ -1,0 +1,80 @@
+"""``induction fv``: function-vector scores of every head (Todd et al. 2024;
+induction.circuits.fv)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from induction.commands.options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg
+from induction.errors import InputError
+
+
+def fv(
+    model: ModelArg = DEFAULT_MODEL,
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", help="Only these tasks of the words suite (repeatable)."),
+    ] = None,
+    n_prompts: Annotated[
+        int, typer.Option("--n-prompts", help="Few-shot prompts per task and seed.")
+    ] = 16,
+    shots: Annotated[int, typer.Option("--shots", help="Demonstrations per prompt.")] = 5,
+    seeds: Annotated[
+        int, typer.Option("--seeds", help="Prompt seeds 0..n-1 (the spread is over seeds).")
+    ] = 1,
+    top: Annotated[int, typer.Option("--top", help="Heads shown in the table.")] = 12,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Score table (.csv, .parquet, .jsonl).")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Layer x head heatmap (.html or .png).")
+    ] = None,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = None,
+    threads: Annotated[
+        int | None, typer.Option("--threads", help="CPU threads for torch (default: torch's).")
+    ] = None,
+) -> None:
+    """Score every head by its function-vector effect: its mean output at the last position
+    of clean few-shot prompts, patched into prompts with shuffled labels, raises the answer's
+    probability by this much (the causal indirect effect, mean over the words tasks)."""
+    from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs, wrote
+    from induction.specs import model_inputs
+
+    for name, value, low in (("--n-prompts", n_prompts, 1), ("--shots", shots, 2),
+                             ("--seeds", seeds, 1), ("--top", top, 1)):  # fmt: skip
+        if value < low:
+            raise InputError(f"{name} must be an integer >= {low}, got {value}")
+    if threads is not None and threads < 1:
+        raise InputError(f"--threads must be >= 1, got {threads}")
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+    if plot is not None and plot.suffix.lower() not in (".html", ".htm", ".png"):
+        raise InputError(f"--plot {plot}: use a .html or .png file name")
+    outputs = {"--out": out, "--plot": plot}
+    check_outputs(outputs, model_inputs(model))
+    with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
+        from induction.circuits.fv import fv_scores
+        from induction.loading import load_model
+
+        loaded = load_model(model, device=device, dtype=dtype, threads=threads)
+        result = fv_scores(
+            loaded, tasks=task, n_prompts=n_prompts, shots=shots, seeds=seeds, progress=True
+        )
+        table = result.to_frame().sort_values("rank").head(top)
+        typer.echo(
+            f"{result.model}: function-vector score (mean causal indirect effect on the "
+            f"answer's probability over {result.settings['n_tasks']} words tasks, "
+            f"{n_prompts} prompts x {seeds} seed(s), {shots} shots)"
+        )
+        typer.echo(f"{'rank':>4} {'head':>6} {'fv':>9} {'sd (seeds)':>10}")
+        for r in table.itertuples(index=False):
+            typer.echo(f"{r.rank:>4} {f'L{r.layer}H{r.head}':>6} {r.fv:>9.4f} {r.fv_std:>10.4f}")
+        if out is not None:
+            result.save(out)
+            typer.echo(wrote(out), err=True)
+        if plot is not None:
+            result.plot(plot)
+            typer.echo(wrote(plot), err=True)

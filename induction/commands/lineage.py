@@ -1,0 +1,276 @@
+"""``induction lineage`` and ``induction grow``.
+
+Keep imports light here: ``induction --help`` imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from induction.commands.options import (
+    DEFAULT_MODEL,
+    DeviceOpt,
+    DtypeOpt,
+    ModelArg,
+    TrustRemoteCodeOpt,
+)
+from induction.errors import InputError, LineageError
+from lineage.summary import INDUCTION_THRESHOLD
+
+
+def lineage(
+    model: ModelArg = DEFAULT_MODEL,
+    log: Annotated[
+        Path | None,
+        typer.Option(
+            "--log", help="duplication_log.json (or a folder holding one); default: the model's."
+        ),
+    ] = None,
+    scores: Annotated[
+        Path | None,
+        typer.Option(
+            "--scores",
+            help="Score table of the model (layer, head, induction; from `induction scan --out`). "
+            "Default: scan now.",
+        ),
+    ] = None,
+    top: Annotated[int, typer.Option("--top", help="Number of strongest heads to trace.")] = 12,
+    export: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--export",
+            metavar="FILE",
+            help="Write the ancestry graph: .graphml, .gexf, .json (node-link), .dot or .html "
+            "(repeatable).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Per-head ancestry table with scores (.csv, .parquet, .json, .jsonl).",
+        ),
+    ] = None,
+    initial_scores: Annotated[
+        Path | None,
+        typer.Option(
+            "--initial-scores",
+            help="Score table of the initial (or --stage) network: marks ancestors that were "
+            "already induction heads.",
+        ),
+    ] = None,
+    initial: Annotated[
+        str | None,
+        typer.Option(
+            "--initial",
+            help="Model spec of the initial (or --stage) network to scan instead of "
+            "--initial-scores.",
+        ),
+    ] = None,
+    stage: Annotated[
+        int,
+        typer.Option(
+            "--stage", help="Trace ancestors to this growth stage (0: the initial network)."
+        ),
+    ] = 0,
+    infer: Annotated[
+        bool,
+        typer.Option(
+            "--infer",
+            help="Infer the lineage from weight similarity (for models whose log was lost); with "
+            "a log, also report how well the two agree.",
+        ),
+    ] = False,
+    score: Annotated[
+        str, typer.Option("--score", help="Score column that ranks heads.")
+    ] = "induction",
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Score at which a head is an induction head.")
+    ] = INDUCTION_THRESHOLD,
+    cover: Annotated[
+        float,
+        typer.Option(
+            "--cover", help="Headline: fewest ancestors holding this share of the top heads."
+        ),
+    ] = 0.8,
+    seeds: Annotated[
+        str,
+        typer.Option(
+            "--seeds",
+            help="Scan now: prompt seeds, a count n (seeds 0..n-1) or a list 0,1,2 (as "
+            "`induction scan --seeds`; `ablate --seed`/`--prompt-seeds` seed its prompts).",
+        ),
+    ] = "3",
+    batch: Annotated[int, typer.Option("--batch", help="Scan now: prompts per seed.")] = 32,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary as JSON instead of tables.")
+    ] = False,
+    device: DeviceOpt = "auto",
+    dtype: DtypeOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
+) -> None:
+    """Trace the strongest induction heads back to their ancestors in the initial network."""
+    import math
+
+    from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs
+    from induction.specs import model_inputs
+    from lineage.api import trace
+    from lineage.export import SUFFIXES
+
+    if initial is not None and initial_scores is not None:
+        raise InputError("pass either --initial or --initial-scores, not both")
+    if top < 1:
+        raise InputError(f"--top must be a positive integer, got {top}")
+    if not 0 < cover <= 1:
+        raise InputError(f"--cover must be in (0, 1], got {cover}; e.g. 0.8")
+    if not math.isfinite(threshold):
+        raise InputError(f"--threshold must be a finite score, got {threshold}; e.g. 0.4")
+    check_output_path(out, TABLE_SUFFIXES, "--out")
+    for path in export or []:
+        check_output_path(path, tuple(SUFFIXES), "--export")
+    check_outputs(
+        {"--out": out, "--export": export or []},
+        [*model_inputs(model), *model_inputs(initial), log, scores, initial_scores],
+    )
+    with claim_outputs([out, *(export or [])]):  # one writer per output for the whole run
+        result = trace(
+            model,
+            log=log,
+            scores=scores,
+            top=top,
+            initial_scores=initial_scores,
+            initial=initial,
+            stage=stage,
+            infer=infer,
+            score=score,
+            threshold=threshold,
+            cover=cover,
+            seeds=_parse_seeds(seeds),
+            batch=batch,
+            device=device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            out=out,
+            export=export or [],
+            progress=True,
+        )
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        result.print()
+
+
+def grow(
+    checkpoint: Annotated[
+        str, typer.Argument(help="Checkpoint folder (or zoo name) to grow; never modified.")
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", help="Folder for the grown checkpoint and its duplication_log.json."
+        ),
+    ],
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            help="lidas (default) or midas: one growth step; llama-pro: a zero-output copy "
+            "after every --every layers (LLaMA-Pro block expansion).",
+        ),
+    ] = None,
+    block: Annotated[int, typer.Option("--block", help="Block size of midas/lidas.")] = 4,
+    every: Annotated[
+        int | None,
+        typer.Option("--every", help="llama-pro: insert a copy after every K-th layer."),
+    ] = None,
+    mergekit: Annotated[
+        Path | None,
+        typer.Option("--mergekit", help="A mergekit passthrough config (slices) to apply."),
+    ] = None,
+    step: Annotated[
+        int | None,
+        typer.Option("--step", help="Training step recorded in the log (default: the last one)."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing output folder (never the input).")
+    ] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes",
+            help="Write an output that would fill more than half the disk's free space (or "
+            "exceed $INDUCTION_LARGE_OUTPUT bytes) without refusing.",
+        ),
+    ] = False,
+) -> None:
+    """Grow a checkpoint by a MIDAS/LIDAS step, LLaMA-Pro expansion or a mergekit config."""
+    from induction.io import check_output_path, check_outputs, wrote
+    from induction.specs import model_inputs
+    from lineage.checkpoint import grow_checkpoint, read_checkpoint
+    from lineage.mergekit import apply_mergekit
+
+    if preset is not None and mergekit is not None:
+        raise InputError("pass either --preset or --mergekit, not both")
+    if mergekit is None and block < 1:
+        raise InputError(f"--block must be >= 1 (layers per copied block), got {block}")
+    check_outputs({"--out": out}, [*model_inputs(checkpoint), mergekit])
+    check_output_path(out, flag_name="--out", folder=True)
+    if every is not None and preset != "llama-pro":
+        raise InputError("--every goes with --preset llama-pro")
+    before = read_checkpoint(checkpoint)
+    if mergekit is not None:
+        grown = apply_mergekit(mergekit, checkpoint, out, step=step, force=force, allow_large=yes)
+        how = f"mergekit {mergekit.name}"
+    else:
+        grown = grow_checkpoint(
+            checkpoint,
+            out,
+            preset=preset or "lidas",
+            block=block,
+            every=every,
+            step=step,
+            force=force,
+            allow_large=yes,
+        )
+        how = (
+            f"llama-pro (every {every})"
+            if preset == "llama-pro"
+            else f"{preset or 'lidas'} (block {block})"
+        )
+    event = grown.events[-1]
+    replaced = " (replaced the old folder)" if wrote(out).startswith("replaced") else ""
+    typer.echo(
+        f"grew {before.folder} ({before.depth} layers) by {how} -> {out}{replaced} "
+        f"({event.depth_after} layers); duplication_log.json: {len(grown.events)} event(s), "
+        f"initial depth {grown.initial_depth}"
+    )
+    order = [p for [(p, _)] in event.layer_map]
+    typer.echo(f"layer sources: {order}")
+    if event.zeroed:
+        typer.echo(f"zero-output copies (o_proj/down_proj = 0, write nothing): {event.zeroed}")
+
+
+def _parse_seeds(text: str) -> int | list[int]:
+    from induction.prompts import normalize_seeds
+
+    try:
+        if "," in text:
+            value: int | list[int] = [int(s) for s in text.split(",") if s.strip()]
+        else:
+            value = int(text)
+    except ValueError:
+        raise InputError(
+            f"--seeds must be a count or a comma-separated list, got {text!r}"
+        ) from None
+    if isinstance(value, int) and value < 1:
+        raise InputError(f"--seeds must be at least 1, got {value}")
+    normalize_seeds(value)  # the scan's own checks (range, duplicates), before any work
+    return value
+
+
+__all__ = ["grow", "lineage", "LineageError"]

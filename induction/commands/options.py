@@ -1,0 +1,63 @@
+"""Reusable option and argument types for ``induction`` commands.
+
+Use them as annotations so every command spells the common options the same way::
+
+    from induction.commands.options import DeviceOpt, DtypeOpt, ModelArg, OutOpt, SeedOpt
+
+    def scan(model: ModelArg = DEFAULT_MODEL, device: DeviceOpt = "auto", dtype: DtypeOpt = None,
+             seed: SeedOpt = 0, out: OutOpt = None) -> None: ...
+
+Keep this module free of heavy imports (torch, transformers): ``induction --help`` imports it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from induction.zoo.registry import DEFAULT_MODEL  # noqa: F401  (re-exported)
+
+ModelArg = Annotated[
+    str,
+    typer.Argument(
+        help="Model spec: zoo name (lidas8, dense8-s1, ...), checkpoint folder, .gguf file, "
+        "or hub name. `induction models` lists them.",
+        show_default=True,
+    ),
+]
+ModelOpt = Annotated[
+    str,
+    typer.Option("--model", "-m", help="Model spec (zoo name, folder, .gguf, hub name)."),
+]
+DeviceOpt = Annotated[
+    str,
+    typer.Option("--device", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N."),
+]
+DeviceMapOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device-map", help="Spread a large model over devices, e.g. 'auto' (replaces --device)."
+    ),
+]
+DtypeOpt = Annotated[
+    str | None,
+    typer.Option("--dtype", help="float32 (default), bfloat16 or float16."),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (prompts, sampling).")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Output file; the format follows the suffix (.csv, .parquet, .json, .jsonl).",
+    ),
+]
+OutDirOpt = Annotated[
+    Path | None, typer.Option("--out-dir", help="Folder for output files and figures.")
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option("--trust-remote-code", help="Allow a checkpoint's own Python code to run."),
+]

@@ -1,0 +1,555 @@
+"""``induction sweep``: score many models or checkpoints into one Parquet dataset.
+
+::
+
+    from induction.dynamics.sweep import SweepSettings, sweep
+
+    report = sweep(["runs/lidas8-s0"], "sweeps/lidas8", settings=SweepSettings(loss=True))
+    report.failed        # [(item, one-line message), ...]
+
+Sources (:func:`discover`): a fixed-protocol run folder (its ``checkpoints/step-*``, each
+``step-N-pre`` before ``step-N``, then the final model), any model spec, or, with
+``revisions``, the revisions of one hub model (Pythia's ``step1000``, ...).
+
+The driver (:func:`sweep`) claims the dataset (:func:`induction.io.claim_output`: a second
+sweep into it fails at once), skips every model whose file for these settings exists and
+matches its content hash (a damaged file is noted, deleted and computed again), runs
+the rest in this process (default), in ``workers`` local processes
+(``concurrent.futures.ProcessPoolExecutor``) or as Ray tasks, and writes each model's rows as
+one file the moment they come back (:mod:`induction.dynamics.dataset`). Workers only compute and
+return rows; only the driver writes. A crash loses at most the models in flight; a rerun
+computes only what is missing. A model that fails is reported on one line and the sweep goes
+on. In one process, checkpoints of one run reuse one booted bridge
+(:class:`induction.reload.Reloader`). Design and measurements: docs/dynamics.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from induction.dynamics import dataset as ds
+from induction.errors import InputError, WorkbenchError
+from induction.fingerprint import fingerprint, source_hash
+
+#: Modules whose source enters the settings hash: a change to how scores are computed
+#: invalidates the dataset's old rows (they are recomputed, not mixed).
+CODE = (
+    "induction.scan",
+    "induction.passes",
+    "induction.stripe",
+    "induction.prompts",
+    "induction.loss",
+    "induction.stats",
+    "induction.copying",
+    "induction.depth",
+    "induction.dynamics.sweep",
+)
+_STEP = re.compile(r"^step-(\d+)(-pre)?$")
+_REV_STEP = re.compile(r"(\d+)$")
+
+
+@dataclass(frozen=True)
+class SweepItem:
+    """One model to score: its series key, its label in the series, what to load."""
+
+    model: str
+    checkpoint: str
+    spec: str
+    revision: str | None = None
+    step: int | None = None
+
+    @property
+    def label_hash(self) -> str:
+        return fingerprint(self.model, self.checkpoint, self.spec, self.revision, length=8)
+
+    def describe(self) -> str:
+        at = f"@{self.revision}" if self.revision else ""
+        return f"{self.model} {self.checkpoint} ({self.spec}{at})"
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """What each model gets: scan settings (:class:`induction.scan.ScanConfig` fields) and
+    the optional score sets. ``device``/``dtype`` say where it runs and are not hashed."""
+
+    scores: tuple[str, ...] = ("induction", "prefix_matching", "duplicate_token", "previous_token")
+    seq_len: int | None = None
+    batch: int = 32
+    seeds: int = 3
+    n_repeats: int = 2
+    convention: str = "stripe"
+    loss: bool = False
+    depth: bool = False
+    lineage: bool = False
+    ablate: bool = False
+    ablate_frac: float = 0.2
+    ablate_controls: int = 5
+    device: str = field(default="auto", compare=False)
+    dtype: str | None = field(default=None, compare=False)
+
+    def hash(self) -> str:
+        """12 hex digits over the settings (not device or dtype) and the scoring code."""
+        d = dataclasses.asdict(self)
+        d.pop("device")
+        d.pop("dtype")
+        if not self.ablate:
+            d.pop("ablate_frac")
+            d.pop("ablate_controls")
+        return fingerprint(d, source_hash(CODE), length=12)
+
+    def scan_kwargs(self) -> dict[str, Any]:
+        return dict(
+            scores=list(self.scores),
+            seq_len=self.seq_len,
+            batch=self.batch,
+            seeds=self.seeds,
+            n_repeats=self.n_repeats,
+            convention=self.convention,
+            loss=self.loss,
+            progress=False,
+        )
+
+
+@dataclass
+class SweepReport:
+    """What a sweep did: counts, failures (item, message) and the wall time."""
+
+    out: Path
+    items: int = 0
+    done: int = 0  # already in the dataset
+    reused: int = 0  # same content and settings under another label: rows copied
+    computed: int = 0
+    failed: list[tuple[SweepItem, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        parts = [f"{self.computed} scored", f"{self.done} already done"]
+        if self.reused:
+            parts.append(f"{self.reused} copied from identical models")
+        if self.failed:
+            parts.append(f"{len(self.failed)} failed")
+        models = f"{self.items} model{'' if self.items == 1 else 's'}"
+        return f"sweep: {models} into {self.out}: {', '.join(parts)} ({self.seconds:.1f} s)"
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def discover(sources: Sequence[str], revisions: Sequence[str] | None = None) -> list[SweepItem]:
+    """The models of ``sources``, in order (see the module docstring)."""
+    if not sources:
+        raise InputError("pass at least one model spec or run folder")
+    if revisions is not None:
+        revisions = [r.strip() for r in revisions if r.strip()]
+        if not revisions:
+            raise InputError("--revisions is empty; pass e.g. --revisions step1000,step2000")
+        if len(sources) != 1:
+            raise InputError("--revisions applies to one hub model; pass exactly one spec")
+        spec = str(sources[0])
+        return [
+            SweepItem(spec, rev, spec, rev, _step_of_revision(rev))
+            for rev in dict.fromkeys(revisions)
+        ]
+    items: list[SweepItem] = []
+    for source in sources:
+        text = str(source).strip()
+        if not text:
+            raise InputError("empty model spec in the sweep's sources")
+        path = Path(text).expanduser()
+        if path.is_dir() and (path / "checkpoints").is_dir():
+            items += _run_items(path, text)
+        else:
+            items.append(SweepItem(_series_name(text), "final", text))
+    seen: set[tuple[str, str, str]] = set()
+    unique = []
+    for it in items:
+        key = (it.model, it.checkpoint, it.spec)
+        if key not in seen:
+            seen.add(key)
+            unique.append(it)
+    return unique
+
+
+def _series_name(text: str) -> str:
+    from induction.specs import resolve_spec
+
+    try:
+        return resolve_spec(text).name
+    except WorkbenchError:
+        return Path(text).name or text
+
+
+def _run_items(run: Path, text: str) -> list[SweepItem]:
+    """A fixed-protocol run folder: checkpoints by (step, pre before post), then the final
+    model when the run finished (its card.json is written last)."""
+    found = []
+    for sub in (run / "checkpoints").iterdir():
+        m = _STEP.match(sub.name)
+        if m and sub.is_dir() and (sub / "config.json").is_file():
+            found.append((int(m.group(1)), 0 if m.group(2) else 1, sub))
+    name = run.resolve().name
+    items = [
+        SweepItem(name, sub.name, os.path.join(text, "checkpoints", sub.name), None, step)
+        for step, _, sub in sorted(found)
+    ]
+    if (run / "card.json").is_file() and (run / "config.json").is_file():
+        from induction.io import read_json
+
+        card = read_json(run / "card.json", "card")
+        step = card.get("steps") if isinstance(card, dict) else None
+        items.append(SweepItem(name, "final", text, None, step if isinstance(step, int) else None))
+    if not items:
+        raise InputError(f"{run} has no finished checkpoints (checkpoints/step-N with config.json)")
+    return items
+
+
+def _step_of_revision(rev: str) -> int | None:
+    m = _REV_STEP.search(rev)
+    return int(m.group(1)) if m and rev[: m.start()].rstrip("-_").isalpha() else None
+
+
+def content_hash(item: SweepItem) -> str | None:
+    """The model's content hash from its files, without loading it; None when only a load
+    can tell (a hub model not in the local cache, a spec that does not resolve)."""
+    from induction.fingerprint import model_content_hash
+    from induction.specs import resolve_spec
+
+    try:
+        if item.revision is not None:
+            return _hub_hash(item.spec, item.revision)
+        ms = resolve_spec(item.spec)
+        if ms.path is not None and ms.path.exists():
+            return model_content_hash(ms.path)
+        if ms.kind == "hub":
+            return _hub_hash(item.spec, None)
+    except (WorkbenchError, OSError):
+        return None
+    return None
+
+
+def _hub_hash(name: str, revision: str | None) -> str | None:
+    from induction.fingerprint import model_content_hash
+    from induction.loading import cached_hub_snapshot
+
+    folder = cached_hub_snapshot(name, revision)
+    return model_content_hash(folder) if folder is not None else None
+
+
+# --------------------------------------------------------------------------- the worker
+
+_RELOADERS: dict[tuple, Any] = {}
+
+
+def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None) -> dict:
+    """Load and score one model; returns ``{"columns": {...}, "content_hash": ...}`` (the
+    dataset's columns as lists). Runs in the driver, a worker process or a Ray task; keeps
+    one :class:`~induction.reload.Reloader` per process, so a series reuses its bridge."""
+    from induction.fingerprint import loaded_model_hash
+    from induction.reload import Reloader
+    from induction.scan import scan
+
+    key = (settings.device, settings.dtype)
+    reloader = _RELOADERS.get(key)
+    if reloader is None:
+        _RELOADERS.clear()  # one model in memory per process
+        reloader = _RELOADERS[key] = Reloader(settings.device, settings.dtype)
+    loaded = reloader.load(item.spec, revision=item.revision)
+    chash = chash or loaded_model_hash(loaded)
+    result = scan(loaded, **settings.scan_kwargs())
+    rows = _Rows()
+    n_heads = result.n_heads
+    for name in result.scores:
+        st = result.stats[name]
+        mean, std = st.mean.tolist(), st.std.tolist()
+        for i, layer in enumerate(result.layers):
+            for h in range(n_heads):
+                rows.add(layer, h, name, mean[i][h], std[i][h])
+    if result.in_context_loss is not None:
+        icl = result.in_context_loss
+        for name in ("loss_first", "loss_repeat", "loss_drop"):
+            rows.add(None, None, name, icl[name], icl.get(f"{name}_std"))
+    if settings.depth:
+        from induction.depth import depth_angles
+
+        ang = depth_angles(loaded, batch=min(settings.batch, 8), seq_len=settings.seq_len)
+        for layer, (m, s) in enumerate(zip(ang.state_mean, ang.state_std, strict=True)):
+            rows.add(layer, None, "depth_state_angle", m, s)
+        for layer, (m, s) in enumerate(zip(ang.update_mean, ang.update_std, strict=True)):
+            rows.add(layer, None, "depth_update_angle", m, s)
+    stage = 0
+    if loaded.duplication_log_path is not None:
+        from lineage.log import duplication_log
+
+        log = duplication_log(loaded)
+        stage = len(log.events)
+        if settings.lineage and stage:
+            from lineage.ancestry import head_ancestry
+
+            anc = head_ancestry(log, n_heads=n_heads)
+            for r in anc[anc["primary"]].itertuples():
+                rows.add(r.layer, r.head, "ancestor_layer", float(r.ancestor_layer), None)
+                rows.add(r.layer, r.head, "ancestor_share", float(r.share), None)
+    if settings.ablate:
+        from ablation.pipeline import ablate
+
+        res = ablate(
+            loaded,
+            frac=settings.ablate_frac,
+            controls=settings.ablate_controls,
+            scores=result.to_frame(),
+            progress=False,
+        )
+        for r in res.to_frame().itertuples():
+            if isinstance(r.drop, int | float):
+                rows.add(None, None, f"ablation_drop:{r.task}:{r.metric}", r.drop, None)
+    card = loaded.card or {}
+    step = item.step
+    if step is None:
+        for k in ("step", "steps"):
+            if isinstance(card.get(k), int):
+                step = card[k]
+                break
+    ident = {
+        "model": item.model,
+        "checkpoint": item.checkpoint,
+        "spec": item.spec,
+        "revision": item.revision,
+        "step": step,
+        "growth": card.get("growth") if isinstance(card.get("growth"), str) else None,
+        "stage": stage,
+        "depth": int(loaded.info.n_layers),
+        "content_hash": chash,
+        "settings_hash": settings.hash(),
+    }
+    return {"columns": rows.columns(ident), "content_hash": chash}
+
+
+class _Rows:
+    def __init__(self):
+        self.layer, self.head, self.score, self.value, self.std = [], [], [], [], []
+
+    def add(self, layer, head, score, value, std):
+        self.layer.append(None if layer is None else int(layer))
+        self.head.append(None if head is None else int(head))
+        self.score.append(score)
+        self.value.append(float(value))
+        self.std.append(None if std is None or std != std else float(std))
+
+    def columns(self, ident: dict) -> dict[str, list]:
+        n = len(self.score)
+        cols = {k: [v] * n for k, v in ident.items()}
+        cols.update(layer=self.layer, head=self.head, score=self.score)
+        cols.update(value=self.value, std=self.std)
+        return cols
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def sweep(
+    sources: Sequence[str],
+    out: str | Path,
+    *,
+    revisions: Sequence[str] | None = None,
+    settings: SweepSettings | None = None,
+    workers: int = 1,
+    ray: str | None = None,
+    progress: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> SweepReport:
+    """Score every model of ``sources`` into the dataset folder ``out`` (see the module
+    docstring). ``workers > 1``: local processes; ``ray``: an address (``"local"`` starts a
+    local instance). ``say`` gets one line per failed model (default: stderr)."""
+    from induction.cache_integrity import intact
+    from induction.io import check_output_path, claim_output
+    from induction.progress import progress as progress_reporter
+
+    settings = settings or SweepSettings()
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(f"--workers must be an integer >= 1, got {workers!r}")
+    if ray is not None and workers > 1:
+        raise InputError("pass either --workers or --ray, not both")
+    items = discover(sources, revisions)
+    out = Path(out).expanduser()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; a sweep dataset is a folder")
+    check_output_path(out, folder=True)
+    _refuse_inside_inputs(out, items)
+    report = SweepReport(out=out, items=len(items))
+    start = time.perf_counter()
+    shash = settings.hash()
+    with claim_output(out):
+        out.mkdir(parents=True, exist_ok=True)
+        have: dict[tuple[str, str], Path] = {}
+        names = set()
+        labels: dict[str, list[Path]] = {}  # label hash -> files of these settings
+        for p in sorted(out.iterdir()):
+            parsed = ds.parse_name(p.name)
+            if parsed and parsed[1] == shash and not intact(p):
+                continue  # damaged: noted, deleted, computed again
+            if parsed:
+                have.setdefault(parsed[:2], p)
+                names.add(p.name)
+                if parsed[1] == shash:
+                    labels.setdefault(parsed[2], []).append(p)
+        todo: list[tuple[SweepItem, str | None]] = []
+        current: dict[str, str] = {}  # label hash -> file name for the model's content now
+        for item in items:
+            chash = content_hash(item)
+            if chash is None:
+                todo.append((item, None))
+                continue
+            name = ds.file_name(chash, shash, item.label_hash)
+            if name in names:
+                report.done += 1
+            elif (chash[:16], shash) in have:
+                _relabel(have[(chash[:16], shash)], out / name, item)
+                report.reused += 1
+            else:
+                todo.append((item, chash))
+            current[item.label_hash] = name
+        _drop_stale(labels, current)
+        with progress_reporter(progress) as bar:
+            advance = bar.task(len(todo), "sweep")
+            runner = _run_ray if ray is not None else _run_pool if workers > 1 else _run_here
+            kwargs = {"address": ray} if ray is not None else {"workers": workers}
+            for item, outcome in runner(todo, settings, **kwargs):
+                advance.describe(f"sweep: {item.model} {item.checkpoint}")
+                if isinstance(outcome, BaseException):
+                    msg = _one_line(outcome)
+                    report.failed.append((item, msg))
+                    say(f"failed: {item.describe()}: {msg}")
+                else:
+                    chash = outcome["content_hash"]
+                    table = ds.to_table(outcome["columns"])
+                    ds.write_part(out, ds.file_name(chash, shash, item.label_hash), table)
+                    report.computed += 1
+                    del table, outcome
+                advance()
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _drop_stale(labels: dict[str, list[Path]], current: dict[str, str]) -> None:
+    """Delete the files of these settings whose label now names a model of other content (its
+    weights, card or duplication log changed since): one file per label, never stale rows."""
+    from induction.cache_integrity import discard
+
+    for label, name in current.items():
+        for p in labels.get(label, []):
+            if p.name != name:
+                discard(p)
+
+
+def _refuse_inside_inputs(out: Path, items: list[SweepItem]) -> None:
+    from induction.io import check_outputs
+    from induction.specs import model_inputs
+
+    inputs = [p for it in items if it.revision is None for p in model_inputs(it.spec)]
+    check_outputs({"--out": out}, inputs)
+
+
+def _relabel(src: Path, dest: Path, item: SweepItem) -> None:
+    """Copy an identical model's rows under ``item``'s labels (no computation)."""
+    table = ds.read_part(src).to_pydict()
+    n = len(table["score"])
+    for k in ("model", "checkpoint", "spec", "revision"):
+        table[k] = [getattr(item, k)] * n
+    if item.step is not None:
+        table["step"] = [item.step] * n
+    ds.write_part(dest.parent, dest.name, ds.to_table(table))
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    if isinstance(e, WorkbenchError):
+        return text or type(e).__name__
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+Outcome = tuple[SweepItem, Any]
+
+
+def _run_here(todo, settings, workers: int = 1) -> Iterator[Outcome]:
+    for item, chash in todo:
+        try:
+            outcome = run_item(item, settings, chash)
+        except Exception as e:  # reported, and the sweep goes on
+            outcome = e
+        yield item, outcome
+
+
+def _run_pool(todo, settings, workers: int) -> Iterator[Outcome]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
+    with ProcessPoolExecutor(max_workers=min(workers, max(len(todo), 1)), mp_context=ctx) as pool:
+        futures = {pool.submit(run_item, item, settings, chash): item for item, chash in todo}
+        for fut in as_completed(futures):
+            try:
+                outcome = fut.result()
+            except Exception as e:
+                outcome = e
+            yield futures[fut], outcome
+
+
+def _run_ray(todo, settings, address: str | None) -> Iterator[Outcome]:
+    try:
+        import ray
+    except ImportError:
+        raise InputError("--ray needs Ray: pip install -e '.[ray]' (or pip install ray)") from None
+    started = False
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if address in (None, "", "local"):
+            # a local instance: its workers import this checkout like the driver does
+            root = str(Path(__file__).resolve().parents[1])
+            path = os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+            kwargs["runtime_env"] = {"env_vars": {"PYTHONPATH": path}}
+            kwargs["num_cpus"] = _ray_cpus()
+        else:
+            kwargs["address"] = address
+        try:
+            ray.init(**{k: v for k, v in kwargs.items() if v is not None})
+        except Exception as e:
+            raise InputError(f"cannot start or reach Ray at {address}: {_one_line(e)}") from None
+        started = True
+    try:
+        gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+        task = ray.remote(num_gpus=gpus, max_retries=0)(run_item)
+        refs = {task.remote(item, settings, chash): item for item, chash in todo}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                try:
+                    outcome = ray.get(ref)
+                except Exception as e:
+                    cause = getattr(e, "cause", None)
+                    outcome = cause if isinstance(cause, BaseException) else e
+                yield refs.pop(ref), outcome
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _ray_cpus() -> int | None:
+    """``$INDUCTION_RAY_CPUS`` (CPUs of a local Ray instance; unset or 0: Ray's default)."""
+    text = os.environ.get("INDUCTION_RAY_CPUS", "0").strip() or "0"
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InputError(f"$INDUCTION_RAY_CPUS must be a whole number >= 0, got {text!r}")
+    return value or None

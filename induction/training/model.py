@@ -1,0 +1,86 @@
+"""The zoo's network, shared by both trainers: the tiny Llama a config describes, its FLOPs per
+token, and the trainer's in-loop induction monitor.
+
+Both training configs (the first zoo's :class:`~induction.training.train.ZooTrainConfig` and
+the fixed protocol's :class:`~induction.training.protocol.FixedTrainConfig`) describe a model
+by the fields of :class:`ModelShape`, so the trainers share this module instead of importing
+each other.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from induction.zoo import vocab as V
+
+
+class ModelShape(Protocol):
+    """The fields of a training config that shape the network and its FLOPs."""
+
+    d_model: int
+    d_mlp: int
+    n_heads: int
+    init_std: float
+    seed: int
+    seq_len: int
+
+
+def build_model(cfg: ModelShape, n_layers: int):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=V.VOCAB_SIZE,
+        hidden_size=cfg.d_model,
+        intermediate_size=cfg.d_mlp,
+        num_hidden_layers=n_layers,
+        num_attention_heads=cfg.n_heads,
+        num_key_value_heads=cfg.n_heads,
+        max_position_embeddings=256,
+        bos_token_id=V.BOS_ID,
+        eos_token_id=V.EOS_ID,
+        pad_token_id=V.PAD_ID,
+        tie_word_embeddings=False,
+        use_cache=False,
+        initializer_range=cfg.init_std,
+        attn_implementation="sdpa",
+    )
+    torch.manual_seed(cfg.seed)
+    return LlamaForCausalLM(config)
+
+
+def matmul_flops_per_token(cfg: ModelShape, n_layers: int, seq_len: int | None = None) -> float:
+    """Forward+backward matmul FLOPs per token: 6 x weights per layer x layers + unembedding,
+    plus causal attention scores and mixing (2 x 2 x seq/2 x d per layer, x3 for backward)."""
+    d = cfg.d_model
+    per_layer = 4 * d * d + 3 * d * cfg.d_mlp
+    attn = 2 * 2 * ((seq_len or cfg.seq_len) / 2) * d
+    return 3 * (2 * (per_layer * n_layers + d * V.VOCAB_SIZE) + attn * n_layers)
+
+
+@torch.no_grad()
+def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999) -> torch.Tensor:
+    """``[layer, head]`` stripe scores on ``[BOS] + r + r`` with ``len(r) = distance`` (see
+    docs/research.md "Induction scores"). A light monitor on the training model itself (a
+    ``LlamaForCausalLM``, no bridge, one batch) for the logs and the first zoo's growth
+    trigger; the detector that results are read from is :mod:`induction.scan`."""
+    rng = np.random.default_rng(seed)
+    r = np.stack(
+        [
+            rng.choice(np.arange(V.FIRST_ORDINARY_ID, V.VOCAB_SIZE), distance, replace=False)
+            for _ in range(batch)
+        ]
+    )
+    tokens = torch.tensor(np.concatenate([np.full((batch, 1), V.BOS_ID), r, r], axis=1))
+    was_training, impl = model.training, model.config._attn_implementation
+    model.eval()
+    model.set_attn_implementation("eager")
+    try:
+        attentions = model(tokens, output_attentions=True).attentions
+    finally:
+        model.set_attn_implementation(impl)
+        model.train(was_training)
+    q = torch.arange(1 + distance, 1 + 2 * distance)
+    return torch.stack([a[:, :, q, q - distance + 1].mean(dim=(0, 2)) for a in attentions])

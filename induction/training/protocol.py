@@ -1,0 +1,722 @@
+"""The zoo's fixed protocol: every family on one schedule and one data stream, set in advance.
+
+The source grows on a fixed schedule (docs/research.md, "Designing an experiment that can
+fail"); the first zoo (``dense``/``grown``/``looped`` in :mod:`induction.training.train`) waited
+for a measured
+induction head before growing, switching the data mix and decaying the learning rate, so its
+families trained on different schedules and "growth keeps the heads" was partly built in. Here
+nothing waits for a measurement (docs/zoo.md):
+
+- **Schedule.** ``steps`` updates; a linear warm-up of ``warmup`` steps, then cosine (or
+  linear) decay to ``lr_min_ratio * lr`` at the last step. Data phases start at fixed fractions
+  of the steps (by default a copy-heavy warm-up curriculum of short repeats for the first
+  quarter, then the full mix). Induction scores are measured every ``eval_every`` steps and
+  logged; they decide nothing.
+- **Data.** The batch of step ``t`` is drawn from ``np.random.default_rng([data_seed, t])``,
+  independent of the model seed's initialisation and of the model: every family trained with
+  one data seed sees the same batches, in the same order, for the same token count.
+- **Families.** ``dense``; ``lidas``: one 4-layer block grown by LIDAS (Kapl et al. 2025,
+  arXiv 2512.08819) in blocks of ``grow_block`` layers to ``depth``, the growth steps at the
+  Prop-alpha stage boundaries of MIDAS (Saunshi et al. 2024: stage ``i`` of ``k`` gets a share
+  ``i^alpha / sum_j j^alpha`` of the steps); ``looped``: a ``loop_block``-layer block run
+  ``loops`` times (Saunshi et al. 2025, arXiv 2502.17416).
+- **Checkpoints** at log-spaced steps and just before and after each growth event, each a
+  loadable model folder under ``<out>/checkpoints/step-<N>/`` (``step-<N>-pre``: the network a
+  growth event copied), written atomically; the latest holds the training state
+  (``training_state.pt``: fp32 weights, optimizer, RNG, step, counters), from which
+  :func:`train_fixed` with ``resume=True`` continues bit-identically on CPU.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from induction.errors import InputError
+from induction.layers import decoder_layers
+from induction.looped import LoopPlan, tie_layers, untie_to_stored
+from induction.training.model import build_model, induction_head_scores, matmul_flops_per_token
+from induction.zoo import corpus as C
+from induction.zoo import vocab as V
+from induction.zoo.probe import probe
+from lineage.growth import PRESETS as GROWTH_PRESETS
+from lineage.growth import duplicate_layers
+from lineage.log import DuplicationLog
+
+PROTOCOL = "fixed"
+FAMILIES = ("dense", "lidas", "looped")
+CHECKPOINTS = "checkpoints"
+TRAIN_STATE = "training_state.pt"
+TRAIN_CONFIG = "train_config.json"
+TRAIN_LOG = "train_log.jsonl"
+PROBE_FIELDS = ("lookup", "varassign", "position_gap")
+
+#: Warm-up curriculum: mostly repeated random spans of at most 18 tokens, which shortens the
+#: plateau before induction heads form (Zucchet et al. 2025); then the full mix.
+WARMUP_MIX = {"copy": 0.8, "lookup": 0.05, "varassign": 0.05, "regbench": 0.05, "bigram": 0.05}
+#: The full mix: the first zoo's weights x 0.85 plus 15% statements of the fixed world's facts
+#: (``induction.zoo.world``), which the zoo19 closed-book tasks ask in formats never trained.
+MAIN_MIX = dict(C.MIX_V2)
+
+
+def default_phases() -> list[dict]:
+    """Data phases: ``at`` (fraction of the steps where the phase starts), ``mix`` (segment
+    kind -> weight, any kind of ``induction.zoo.corpus.KINDS``), ``seq_len``, ``max_span``."""
+    return [
+        {"at": 0.0, "mix": dict(WARMUP_MIX), "seq_len": 96, "max_span": 18},
+        {"at": 0.25, "mix": dict(MAIN_MIX), "seq_len": 96, "max_span": 40},
+    ]
+
+
+@dataclass
+class FixedTrainConfig:
+    """One model of the fixed protocol. ``depth`` is the effective depth at the end of
+    training (a looped model: ``loop_block * loops``); ``reference_depth`` the dense model
+    its FLOPs and stored parameters are compared with."""
+
+    preset: str = "dense8"
+    family: str = "dense"
+    protocol: str = PROTOCOL
+    seed: int = 0  # model initialisation
+    data_seed: int | None = None  # None: the model seed
+    depth: int = 8
+    reference_depth: int = 8
+    d_model: int = 64
+    n_heads: int = 8
+    d_mlp: int = 256
+    init_std: float = 0.02
+    batch: int = 32
+    steps: int = 3000
+    lr: float = 1e-3
+    lr_schedule: str = "cosine"  # or "linear"
+    lr_min_ratio: float = 0.1
+    warmup: int = 50
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    phases: list[dict] = field(default_factory=default_phases)
+    corpus: dict = field(default_factory=dict)  # further CorpusConfig fields (min_span, ...)
+    # lidas
+    initial_depth: int = 4
+    grow_block: int = 4
+    grow_operator: str = "lidas"  # or "midas" (lineage.growth presets)
+    alpha: float = 1.0  # Prop-alpha stage lengths
+    grow_at: list[float] | None = None  # explicit growth fractions instead of Prop-alpha
+    optimizer_state: str = "reset"  # optimizer state of copied layers: "reset" or "copy"
+    # looped
+    loop_block: int = 2
+    loops: int = 4
+    # measurement (logged, decides nothing)
+    eval_every: int = 50
+    eval_distance: int = 16
+    # in-context probe (``induction.zoo.probe``) every this many steps, 0: never; logged only
+    probe_every: int = 0
+    repeat_len: int = 32
+    # checkpoints: 0, then first_checkpoint * 2^k, plus growth events, plus the last step.
+    # 50 keeps a 3000-step dense8 series (7 float16 checkpoints + the float32 model) < 10 MB
+    first_checkpoint: int = 50
+    checkpoint_dtype: str = "float16"  # intermediate checkpoints; the final model is float32
+    keep_train_state: str = "last"  # "last": only the latest checkpoint can be resumed; "all"
+    # a bare resume point (training state only, ``checkpoints/state-<N>/``) every this many
+    # steps, so a run stopped between log-spaced checkpoints loses at most this much work
+    state_every: int = 250
+    threads: int = 1
+
+    @property
+    def seq_len(self) -> int:
+        """The longest sequence of any phase (FLOP accounting default)."""
+        return max(p["seq_len"] for p in self.phases)
+
+    @property
+    def stream_seed(self) -> int:
+        return self.seed if self.data_seed is None else self.data_seed
+
+    @classmethod
+    def from_json(cls, data: dict) -> FixedTrainConfig:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+#: The second zoo's data (docs/zoo.md, "The second zoo"): the first zoo's copy-heavy warm-up for
+#: a quarter of the steps, then more in-context data than MIX_V2 (lookup, variable assignment)
+#: with the facts closed-book QA asks. Chosen by the pilot (benchmarks/zoo_pilot.py).
+ICL_MIX = {
+    "copy": 0.3,
+    "lookup": 0.25,
+    "varassign": 0.15,
+    "regbench": 0.1,
+    "bigram": 0.05,
+    "facts": 0.15,
+}
+
+
+def icl_phases() -> list[dict]:
+    return [
+        {"at": 0.0, "mix": dict(WARMUP_MIX), "seq_len": 96, "max_span": 18},
+        {"at": 0.25, "mix": dict(ICL_MIX), "seq_len": 96, "max_span": 40},
+    ]
+
+
+#: Shared by every preset of the second zoo: fixed in advance from the pilot.
+SECOND_ZOO = {
+    "depth": 12,
+    "reference_depth": 12,
+    "steps": 6000,
+    "lr": 3e-3,
+    "warmup": 100,
+    "phases": None,  # icl_phases(), filled per config (a fresh list each time)
+    "probe_every": 250,
+}
+#: LIDAS in four stages of 2 layers from one 4-layer block (abcd -> abbccd -> ... -> 12 layers):
+#: the initial layers b and c end with 5 copies each, so "10 of the 12 strongest heads from 2
+#: ancestors" is reachable (fewest possible m = 2). ``lidas12``: the first stage lasts 30% of
+#: the steps, past the step at which the pilot's 4-layer network formed induction heads, then
+#: a growth every 15%; ``lidas12e``: Prop-1 stage lengths (Saunshi et al. 2024), the first
+#: growth at 1/15 of the steps, before any head forms (the first zoo's regime).
+LATE_GROWTH = [0.3, 0.45, 0.6, 0.75]
+
+
+#: The fixed-protocol presets (docs/zoo.md). All: d_model 64, 8 heads of 8 dims, 3000 steps
+#: of 32 x 96 tokens, one data stream per seed.
+PRESETS: dict[str, dict] = {
+    "dense8": {"family": "dense", "depth": 8},
+    # one 4-layer block, LIDAS block 4 at the Prop-1 boundary (1/3 of the steps): 4 -> 8
+    "lidas8": {"family": "lidas", "depth": 8, "initial_depth": 4, "alpha": 1.0},
+    # FLOP-matched: a 2-layer block run 4 times, effective depth 8
+    "looped8": {"family": "looped", "depth": 8, "loop_block": 2, "loops": 4},
+    # parameter-matched: dense8's 8 layers stored, run twice (effective depth 16, 2x FLOPs);
+    # same width and heads as dense8, so heads are comparable one to one
+    "looped8p": {"family": "looped", "depth": 16, "loop_block": 8, "loops": 2},
+    # the second zoo (SECOND_ZOO): 12 layers, a recipe under which the models learn in context
+    "dense12": {"family": "dense", **SECOND_ZOO},
+    "lidas12": {
+        "family": "lidas",
+        **SECOND_ZOO,
+        "initial_depth": 4,
+        "grow_block": 2,
+        "grow_at": LATE_GROWTH,
+    },
+    "lidas12e": {
+        "family": "lidas",
+        **SECOND_ZOO,
+        "initial_depth": 4,
+        "grow_block": 2,
+        "alpha": 1.0,
+    },
+    # FLOP-matched: a 4-layer block run 3 times; parameter-matched: 12 layers run twice
+    "looped12": {"family": "looped", **SECOND_ZOO, "depth": 12, "loop_block": 4, "loops": 3},
+    "looped12p": {"family": "looped", **SECOND_ZOO, "depth": 24, "loop_block": 12, "loops": 2},
+}
+
+
+def preset_config(preset: str, seed: int = 0, **overrides) -> FixedTrainConfig:
+    if preset not in PRESETS:
+        raise InputError(
+            f"unknown fixed-protocol preset {preset!r}; use one of {', '.join(PRESETS)}"
+        )
+    fields = {**PRESETS[preset], **overrides}
+    if "phases" in fields and fields["phases"] is None:
+        fields["phases"] = icl_phases()
+    return FixedTrainConfig(preset=preset, seed=seed, **fields)
+
+
+def model_name(cfg: FixedTrainConfig) -> str:
+    return f"{cfg.preset}-s{cfg.seed}"
+
+
+# ----------------------------------------------------------------------------- schedule
+def growth_steps(cfg: FixedTrainConfig) -> list[int]:
+    """Steps (updates done) at which each growth event happens; [] unless ``lidas``.
+
+    Prop-alpha (Saunshi et al. 2024): ``k = (depth - initial_depth) / grow_block + 1`` stages,
+    stage ``i`` lasts a share ``i^alpha / sum_j j^alpha`` of the steps; growth at the
+    boundaries. ``grow_at`` (fractions) overrides it."""
+    if cfg.family != "lidas":
+        return []
+    n_events = (cfg.depth - cfg.initial_depth) // cfg.grow_block
+    if cfg.grow_at is not None:
+        fractions = list(cfg.grow_at)
+    else:
+        shares = [(i + 1) ** cfg.alpha for i in range(n_events + 1)]
+        fractions = list(np.cumsum(shares)[:-1] / sum(shares))
+    return [round(f * cfg.steps) for f in fractions]
+
+
+def phase_at(cfg: FixedTrainConfig, step: int) -> dict:
+    """The data phase of step ``step`` (phases start at ``round(at * steps)``)."""
+    current = cfg.phases[0]
+    for phase in cfg.phases:
+        if step >= round(phase["at"] * cfg.steps):
+            current = phase
+    return current
+
+
+def batch_at(cfg: FixedTrainConfig, step: int) -> np.ndarray:
+    """The ``[batch, seq_len]`` tokens of step ``step``: a function of (data seed, step) and
+    the schedule only, never of the model or its seed."""
+    phase = phase_at(cfg, step)
+    corpus = C.CorpusConfig(
+        **{**cfg.corpus, "seq_len": phase["seq_len"], "max_span": phase["max_span"]},
+        mix=dict(phase["mix"]),
+    )
+    return C.make_batch(np.random.default_rng([cfg.stream_seed, step]), corpus, cfg.batch)
+
+
+def lr_at(cfg: FixedTrainConfig, step: int) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = min(1.0, (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup))
+    if cfg.lr_schedule == "linear":
+        factor = 1.0 - progress
+    else:
+        factor = 0.5 * (1 + math.cos(math.pi * progress))
+    return cfg.lr * (cfg.lr_min_ratio + (1 - cfg.lr_min_ratio) * factor)
+
+
+def checkpoint_steps(cfg: FixedTrainConfig) -> list[int]:
+    """0, ``first_checkpoint * 2^k`` below ``steps`` (log-spaced); growth steps are added by
+    the trainer (before and after the event); the last step is the model folder itself."""
+    out, s = [0], cfg.first_checkpoint
+    while s < cfg.steps:
+        out.append(s)
+        s *= 2
+    return out
+
+
+def validate(cfg: FixedTrainConfig) -> None:
+    if cfg.family not in FAMILIES:
+        raise InputError(f"unknown family {cfg.family!r}; use one of {', '.join(FAMILIES)}")
+    if cfg.family == "lidas":
+        if cfg.grow_operator not in GROWTH_PRESETS:
+            raise InputError(f"unknown growth operator {cfg.grow_operator!r}")
+        extra = cfg.depth - cfg.initial_depth
+        if extra <= 0 or extra % cfg.grow_block:
+            raise InputError(
+                f"lidas grows {cfg.initial_depth} layers in blocks of {cfg.grow_block}; "
+                f"depth {cfg.depth} is not reachable"
+            )
+        if cfg.grow_at is not None and len(cfg.grow_at) != extra // cfg.grow_block:
+            raise InputError(f"grow_at needs {extra // cfg.grow_block} fractions")
+        steps = growth_steps(cfg)
+        if steps != sorted(set(steps)) or not all(0 < s < cfg.steps for s in steps):
+            raise InputError(f"growth steps {steps} must increase strictly inside (0, steps)")
+    if cfg.family == "looped" and cfg.depth != cfg.loop_block * cfg.loops:
+        raise InputError(
+            f"a {cfg.loop_block}-layer block run {cfg.loops} times has depth "
+            f"{cfg.loop_block * cfg.loops}, not {cfg.depth}"
+        )
+    if cfg.d_model % cfg.n_heads:
+        raise InputError(f"d_model {cfg.d_model} is not divisible by {cfg.n_heads} heads")
+    if not cfg.phases or cfg.phases[0]["at"] != 0:
+        raise InputError("the first data phase must start at 0")
+    for phase in cfg.phases:
+        unknown = set(phase["mix"]) - set(C.KINDS)
+        if unknown:
+            raise InputError(
+                f"unknown segment kind(s) {sorted(unknown)} in a data mix; known: {C.KINDS}"
+            )
+    if cfg.lr_schedule not in ("cosine", "linear"):
+        raise InputError(f"lr_schedule must be cosine or linear, not {cfg.lr_schedule!r}")
+    if cfg.keep_train_state not in ("last", "all"):
+        raise InputError("keep_train_state must be 'last' or 'all'")
+
+
+# ----------------------------------------------------------------------------- accounting
+def param_count(cfg: FixedTrainConfig, n_layers: int) -> int:
+    """Stored parameters of a Llama with ``n_layers`` stored layers (untied embeddings, RMSNorm
+    weights, no biases)."""
+    d = cfg.d_model
+    per_layer = 4 * d * d + 3 * d * cfg.d_mlp + 2 * d
+    return 2 * V.VOCAB_SIZE * d + d + n_layers * per_layer
+
+
+def stored_layers(cfg: FixedTrainConfig) -> int:
+    return cfg.loop_block if cfg.family == "looped" else cfg.depth
+
+
+# ----------------------------------------------------------------------------- training
+def _initial_model(cfg: FixedTrainConfig):
+    log, plan = None, None
+    if cfg.family == "dense":
+        model = build_model(cfg, cfg.depth)
+    elif cfg.family == "lidas":
+        model = build_model(cfg, cfg.initial_depth)
+        log = DuplicationLog(initial_depth=cfg.initial_depth)
+    else:
+        plan = LoopPlan(block=cfg.loop_block, loops=cfg.loops)
+        model = tie_layers(build_model(cfg, plan.stored_layers), plan)
+    return model, log, plan
+
+
+def _optimizer(cfg: FixedTrainConfig, model) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
+    )
+
+
+@dataclass
+class _State:
+    step: int = 0
+    tokens: int = 0
+    flops: float = 0.0
+    dense_flops: float = 0.0
+    seconds: float = 0.0
+    data_sha256: str = ""  # hash chain over every batch trained on
+    history: list = field(default_factory=list)
+    checkpoints: list = field(default_factory=list)
+
+
+def train_fixed(
+    cfg: FixedTrainConfig,
+    out: Path | None = None,
+    progress: bool = True,
+    resume: bool = False,
+    stop_at: int | None = None,
+) -> tuple[object, dict]:
+    """Train one fixed-protocol model; returns ``(model, card)`` (the tied model for looped
+    families). With ``out``, writes checkpoints under ``out/checkpoints`` as it goes, a per-step
+    log ``out/train_log.jsonl`` and, at the end, the model folder itself (``card.json`` last).
+    ``resume``: continue from the latest checkpoint in ``out`` that holds a training state (the
+    config is read from ``out/train_config.json``). ``stop_at``: return after that many steps
+    without writing the final model (for tests of resuming)."""
+    if resume:
+        if out is None:
+            raise InputError("resuming needs the run folder")
+        cfg = FixedTrainConfig.from_json(json.loads((Path(out) / TRAIN_CONFIG).read_text()))
+    validate(cfg)
+    torch.set_num_threads(cfg.threads)
+    grow = growth_steps(cfg)
+    ckpt_steps = set(checkpoint_steps(cfg))
+
+    if resume:
+        model, opt, log, plan, st = _resume(cfg, Path(out))
+    else:
+        model, log, plan = _initial_model(cfg)
+        opt = _optimizer(cfg, model)
+        st = _State()
+        if out is not None:
+            out = Path(out)
+            if (out / CHECKPOINTS).exists() or (out / "card.json").exists():
+                raise InputError(f"{out} already holds a run; resume it or pass another folder")
+            out.mkdir(parents=True, exist_ok=True)
+            (out / TRAIN_CONFIG).write_text(json.dumps(asdict(cfg), indent=1) + "\n")
+            (out / TRAIN_LOG).write_text("")
+    resumed_at = st.step if resume else None
+    logfile = open(Path(out) / TRAIN_LOG, "a") if out is not None else None
+    bar = _progress(progress, cfg, st.step)
+    start = time.time()
+    try:
+        while st.step < cfg.steps:
+            step = st.step
+            if stop_at is not None and step >= stop_at:
+                return model, {}
+            depth = len(decoder_layers(model))
+            if step in grow and log is not None and len(log.events) == grow.index(step):
+                if out is not None:
+                    _checkpoint(out, model, cfg, st, log, plan, None, start, "pre")
+                source, insert_at = GROWTH_PRESETS[cfg.grow_operator](depth, cfg.grow_block)
+                _, opt = duplicate_layers(
+                    model,
+                    source,
+                    insert_at,
+                    log=log,
+                    step=step,
+                    operator=cfg.grow_operator,
+                    optimizer=opt,
+                    optimizer_state=cfg.optimizer_state,
+                )
+                depth = len(decoder_layers(model))
+                if out is not None:
+                    _checkpoint(out, model, cfg, st, log, plan, opt, start, "post")
+            elif out is not None and step in ckpt_steps and step != resumed_at:
+                _checkpoint(out, model, cfg, st, log, plan, opt, start, "")
+            elif (
+                out is not None
+                and cfg.state_every
+                and step % cfg.state_every == 0
+                and step not in (0, resumed_at)
+            ):
+                _resume_state(out, model, cfg, st, log, plan, opt, start)
+
+            for group in opt.param_groups:
+                group["lr"] = lr_at(cfg, step)
+            batch = batch_at(cfg, step)
+            st.data_sha256 = hashlib.sha256(st.data_sha256.encode() + batch.tobytes()).hexdigest()
+            tokens = torch.from_numpy(batch)
+            loss = model(tokens, labels=tokens).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            st.flops += matmul_flops_per_token(cfg, depth, tokens.shape[1]) * tokens.numel()
+            st.dense_flops += (
+                matmul_flops_per_token(cfg, cfg.reference_depth, tokens.shape[1]) * tokens.numel()
+            )
+            st.tokens += tokens.numel()
+            st.step = step + 1
+            row = {"step": st.step, "loss": loss.item(), "lr": lr_at(cfg, step), "depth": depth}
+            if st.step % cfg.eval_every == 0 or st.step == cfg.steps:
+                score = float(induction_head_scores(model, cfg.eval_distance).max())
+                row["max_induction"] = score
+                st.history.append(
+                    {
+                        "step": st.step,
+                        "loss": round(row["loss"], 4),
+                        "score": round(score, 4),
+                        "depth": depth,
+                    }
+                )
+                bar(st.step, row["loss"], score, depth)
+            if cfg.probe_every and (st.step % cfg.probe_every == 0 or st.step == cfg.steps):
+                found = probe(model, n_seq=32)
+                row |= {"lookup": found.lookup, "varassign": found.varassign,
+                        "position_gap": found.position_gap}  # fmt: skip
+                entry = next((h for h in st.history if h["step"] == st.step), None)
+                if entry is None:
+                    st.history.append(entry := {"step": st.step, "depth": depth})
+                entry |= {k: round(v, 4) for k, v in row.items() if k in PROBE_FIELDS}
+            if logfile is not None:
+                logfile.write(json.dumps(row) + "\n")
+                logfile.flush()
+    finally:
+        if logfile is not None:
+            logfile.close()
+    st.seconds += time.time() - start
+    card = _final_card(cfg, model, st, log)
+    if out is not None:
+        _write_final(Path(out), model, card, log, plan)
+    return model, card
+
+
+def _progress(enabled: bool, cfg: FixedTrainConfig, initial: int):
+    if not enabled:
+        return lambda *a: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=cfg.steps, initial=initial, desc=model_name(cfg), unit="step")
+
+    def update(step, loss, score, depth):
+        bar.n = step
+        bar.set_postfix(loss=f"{loss:.3f}", ind=f"{score:.2f}", depth=depth)
+        bar.refresh()
+
+    return update
+
+
+def _scores(model, cfg: FixedTrainConfig) -> dict:
+    out = {}
+    for dist in sorted({cfg.eval_distance, cfg.repeat_len}):
+        s = induction_head_scores(model, dist, batch=32, seed=12345)
+        out[f"max_induction_d{dist}"] = round(float(s.max()), 4)
+    return out
+
+
+def _final_card(cfg: FixedTrainConfig, model, st: _State, log) -> dict:
+    card = {
+        "name": model_name(cfg),
+        "preset": cfg.preset,
+        "family": cfg.family,
+        "protocol": PROTOCOL,
+        "seed": cfg.seed,
+        "data_seed": cfg.stream_seed,
+        "effective_depth": len(decoder_layers(model)),
+        "steps": st.step,
+        "tokens": st.tokens,
+        "growth_steps": [e.step for e in log.events] if log is not None else [],
+        "train_seconds": round(st.seconds, 1),
+        "train_threads": cfg.threads,
+        "train_flops": st.flops,
+        "dense_equivalent_flops": st.dense_flops,
+        "flops_vs_dense": round(st.flops / st.dense_flops, 4),
+        "stored_params": param_count(cfg, stored_layers(cfg)),
+        "dense_params": param_count(cfg, cfg.reference_depth),
+        "data_sha256": st.data_sha256,
+        "repeat_len": cfg.repeat_len,
+        "config": asdict(cfg),
+        "history": st.history,
+        "train_log": TRAIN_LOG,
+        "checkpoints": st.checkpoints + [{"step": st.step, "folder": "."}],
+    }
+    card["params_vs_dense"] = round(card["stored_params"] / card["dense_params"], 4)
+    for dist in (20, cfg.repeat_len, 50):
+        s = induction_head_scores(model, dist, batch=32, seed=12345)
+        card[f"max_induction_d{dist}"] = round(float(s.max()), 4)
+        if dist == cfg.repeat_len:
+            card[f"heads_above_0.4_d{dist}"] = int((s >= 0.4).sum())
+    return card
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def _folder_name(step: int, kind: str) -> str:
+    return f"step-{step}-pre" if kind == "pre" else f"step-{step}"
+
+
+def _save_model(model, folder: Path, card: dict, log, plan, dtype: torch.dtype) -> None:
+    """A loadable model folder (weights in ``dtype``; loading upcasts to float32)."""
+    to_save = untie_to_stored(model, plan) if plan is not None else copy.deepcopy(model)
+    to_save = to_save.to(dtype)
+    to_save.config.use_cache = True
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # one "Writing model shards" bar per checkpoint
+    try:
+        to_save.save_pretrained(str(folder), safe_serialization=True)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    V.save_tokenizer(folder)
+    if log is not None:
+        log.save(folder / "duplication_log.json")
+    if plan is not None:
+        plan.save(folder)
+    (folder / "card.json").write_text(json.dumps(card, indent=1) + "\n")
+
+
+def _checkpoint(out: Path, model, cfg, st: _State, log, plan, with_state, start, kind):
+    """Write ``checkpoints/step-<N>[-pre]`` atomically (built in a hidden folder, renamed).
+    ``with_state``: the optimizer, when this checkpoint is a resume point."""
+    name = _folder_name(st.step, kind)
+    root = out / CHECKPOINTS
+    root.mkdir(exist_ok=True)
+    tmp, final = root / f".{name}.tmp", root / name
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    card = {
+        "name": f"{model_name(cfg)} step {st.step}" + (" (before growth)" if kind == "pre" else ""),
+        "checkpoint_of": model_name(cfg),
+        "preset": cfg.preset,
+        "family": cfg.family,
+        "step": st.step,
+        "depth": len(decoder_layers(model)),
+        "tokens": st.tokens,
+        "train_flops": st.flops,
+        "repeat_len": cfg.repeat_len,
+        "growth": {"pre": "before", "post": "after"}.get(kind),
+        **_scores(model, cfg),
+    }
+    _save_model(model, tmp, card, log, plan, getattr(torch, cfg.checkpoint_dtype))
+    entry = {"step": st.step, "folder": f"{CHECKPOINTS}/{name}", "depth": card["depth"]}
+    if kind:
+        entry["growth"] = card["growth"]
+    st.checkpoints.append(entry)
+    if with_state is not None:
+        torch.save(_state_dict(model, st, log, plan, with_state, start), tmp / TRAIN_STATE)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    if with_state is not None and cfg.keep_train_state == "last":
+        _drop_older_states(root, keep=final)
+
+
+def _state_dict(model, st: _State, log, plan, opt, start: float) -> dict:
+    """Everything a resume needs; tensors and plain values only, so it loads with
+    ``torch.load(..., weights_only=True)`` (no pickled objects)."""
+    stored = untie_to_stored(model, plan) if plan is not None else model
+    return {
+        "step": st.step,
+        "model": {k: v.clone() for k, v in stored.state_dict().items()},
+        "optimizer": opt.state_dict(),
+        "torch_rng": torch.get_rng_state(),
+        "counters": asdict(st) | {"seconds": st.seconds + time.time() - start},
+        "log": log.to_json() if log is not None else None,
+    }
+
+
+def _resume_state(out: Path, model, cfg, st: _State, log, plan, opt, start) -> None:
+    """A bare resume point, ``checkpoints/state-<N>/training_state.pt``, written atomically;
+    older training states go (``keep_train_state="last"``)."""
+    root = out / CHECKPOINTS
+    root.mkdir(exist_ok=True)
+    tmp, final = root / f".state-{st.step}.tmp", root / f"state-{st.step}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    torch.save(_state_dict(model, st, log, plan, opt, start), tmp / TRAIN_STATE)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    if cfg.keep_train_state == "last":
+        _drop_older_states(root, keep=final)
+
+
+def _drop_older_states(root: Path, keep: Path) -> None:
+    for other in root.glob(f"*/{TRAIN_STATE}"):
+        if other.parent != keep:
+            other.unlink()
+    for bare in root.glob("state-*"):
+        if bare != keep and bare.is_dir() and not any(bare.iterdir()):
+            bare.rmdir()
+
+
+def _resume_point(out: Path) -> Path:
+    """The latest checkpoint holding a training state (post-growth beats pre at one step)."""
+    found = []
+    for pattern in (f"step-*/{TRAIN_STATE}", f"state-*/{TRAIN_STATE}"):
+        for state in (out / CHECKPOINTS).glob(pattern):
+            parts = state.parent.name.split("-")
+            found.append((int(parts[1]), len(parts) == 2, state.parent))
+    if not found:
+        raise InputError(f"{out} has no checkpoint to resume from")
+    return max(found)[2]
+
+
+def _resume(cfg: FixedTrainConfig, out: Path):
+    folder = _resume_point(out)
+    state = torch.load(folder / TRAIN_STATE, weights_only=True)
+    log = DuplicationLog.from_json(state["log"]) if state["log"] is not None else None
+    plan = None
+    if cfg.family == "looped":
+        plan = LoopPlan(block=cfg.loop_block, loops=cfg.loops)
+        model = build_model(cfg, plan.stored_layers)
+        model.load_state_dict(state["model"])
+        model = tie_layers(model, plan)
+    else:
+        model = build_model(cfg, log.final_depth if log is not None else cfg.depth)
+        model.load_state_dict(state["model"])
+    opt = _optimizer(cfg, model)
+    opt.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["torch_rng"])
+    st = _State(**state["counters"])
+    # forget what happened after the resume point: later checkpoints, log lines, temp folders
+    for path in (out / CHECKPOINTS).iterdir():
+        parts = path.name.split("-")
+        if path.name.startswith(".") or (len(parts) >= 2 and int(parts[1]) > st.step):
+            shutil.rmtree(path)
+    log_path = out / TRAIN_LOG
+    rows = [r for r in log_path.read_text().splitlines() if json.loads(r)["step"] <= st.step]
+    log_path.write_text("".join(r + "\n" for r in rows))
+    return model, opt, log, plan, st
+
+
+def _write_final(out: Path, model, card: dict, log, plan) -> None:
+    """The model folder: files built in a hidden folder, moved in, ``card.json`` last; with
+    ``keep_train_state="last"`` the training states are dropped (nothing left to resume)."""
+    tmp = out / ".final.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    _save_model(model, tmp, card, log, plan, torch.float32)
+    for path in sorted(tmp.iterdir(), key=lambda p: p.name == "card.json"):
+        os.replace(path, out / path.name)
+    tmp.rmdir()
+    if card["config"]["keep_train_state"] == "last":
+        for state in (out / CHECKPOINTS).glob(f"*/{TRAIN_STATE}"):
+            state.unlink()
+        for bare in (out / CHECKPOINTS).glob("state-*"):
+            shutil.rmtree(bare)
+
+
+def latest_checkpoint(out: Path) -> int | None:
+    """Step of the latest resumable checkpoint of an unfinished run, None if there is none."""
+    try:
+        return int(_resume_point(Path(out)).name.split("-")[1])
+    except (InputError, FileNotFoundError):
+        return None

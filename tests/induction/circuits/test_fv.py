@@ -1,0 +1,109 @@
+"""Function-vector scores (induction.circuits.fv): batched patching equals a plain loop; a head that
+writes nothing has no effect; the prompts shuffle labels and never show the query."""
+
+import pytest
+import torch
+
+from ablation.tasks.base import Example
+from induction.circuits import fv
+from induction.loading import load_model
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_llama_dir):
+    torch.set_num_threads(1)
+    return load_model(str(tiny_llama_dir))
+
+
+def _examples(n=12):
+    return [Example(prompt=f"w{i} :", golds=(f"w{i + 40}",), demo="") for i in range(n)]
+
+
+def test_prompts_shuffle_labels_and_hold_out_the_query():
+    prompts = fv.fv_prompts(_examples(), n_prompts=20, shots=4, seed=3)
+    assert prompts == fv.fv_prompts(_examples(), n_prompts=20, shots=4, seed=3)
+    for p in prompts:
+        clean_pairs = [s for s in p.clean.split("\n\n")[:-1]]
+        shuffled = [s for s in p.corrupted.split("\n\n")[:-1]]
+        assert len(clean_pairs) == 4 and all(
+            a.split(":")[0] == b.split(":")[0] and a != b
+            for a, b in zip(clean_pairs, shuffled, strict=True)
+        )  # same inputs, every label moved
+        query = p.clean.split("\n\n")[-1]
+        assert query not in clean_pairs and p.corrupted.endswith(query)
+        assert p.answer == f"w{int(query.split()[0][1:]) + 40}"
+    with pytest.raises(Exception, match="--shots"):
+        fv.fv_prompts(_examples(3), n_prompts=1, shots=4, seed=0)
+
+
+def test_batched_equals_loop_and_a_silent_head_has_no_effect(tiny):
+    prompts = fv.fv_prompts(_examples(), n_prompts=6, shots=3, seed=0)
+    tok = tiny.tokenizer
+    answers = [p.answer for p in prompts]
+    clean = fv.encode(tok, [p.clean for p in prompts], answers, "cpu")
+    corrupted = fv.encode(tok, [p.corrupted for p in prompts], answers, "cpu")
+    means = fv.mean_activations(tiny, clean)
+    heads = [(la, h) for la in range(2) for h in range(4)]
+    looped = fv.cie_loop(tiny, corrupted, means, heads)
+    batched = fv.cie_batched(tiny, corrupted, means, heads, max_rows=13)  # uneven chunks
+    torch.testing.assert_close(batched, looped, atol=1e-6, rtol=1e-5)
+    assert looped.abs().max() > 0  # patching moves the answer's probability somewhere
+
+    # head (1, 2) writes nothing: its slice of o_proj is zero, so patching it changes nothing
+    o_proj = tiny.hf_model.model.layers[1].self_attn.o_proj
+    d_head = o_proj.weight.shape[1] // 4
+    saved = o_proj.weight.detach().clone()
+    try:
+        with torch.no_grad():
+            o_proj.weight[:, 2 * d_head : 3 * d_head] = 0
+        silent = fv.cie_batched(tiny, corrupted, fv.mean_activations(tiny, clean), [(1, 2)])
+        assert silent.abs().max() < 1e-7
+    finally:
+        with torch.no_grad():
+            o_proj.weight.copy_(saved)
+
+
+def test_exclusion_ablation_keeps_the_excluded_heads_out_of_target_and_controls(tiny):
+    """--score fv --exclude induction:FRAC: the top induction heads are neither ablated nor in
+    any control; the target keeps ceil(frac x all heads) heads."""
+    import pandas as pd
+
+    from ablation.run import plan_heads
+
+    heads = [(la, h) for la in range(2) for h in range(4)]
+    table = pd.DataFrame(
+        [{"layer": la, "head": h, "fv": float(8 - i), "induction": float(i)}
+         for i, (la, h) in enumerate(heads)]
+    )  # fmt: skip
+    plan = plan_heads(tiny, frac=0.25, score="fv", scores=table, n_controls=5,
+                      controls_shape="both", exclude=("induction", 0.25))  # fmt: skip
+    excluded = {(1, 2), (1, 3)}  # the two highest induction scores
+    assert plan.target == [(0, 0), (0, 1)] and "excluding the top 0.25 by induction" in (
+        plan.selection
+    )
+    for control in plan.controls + plan.shaped:
+        assert len(control) == 2 and not set(control) & (excluded | set(plan.target))
+    # without exclusion the top FV heads are the same here, but the controls may use (1, 2)
+    free = plan_heads(tiny, frac=0.25, score="fv", scores=table, n_controls=20)
+    assert any(set(c) & excluded for c in free.controls)
+    assert "fv" in __import__("ablation.run", fromlist=["x"]).SCORE_PROVIDERS
+
+
+def test_cli_writes_one_row_per_head_with_its_spread(tiny_llama_dir, tmp_path):
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from induction.commands.main import app
+
+    out = tmp_path / "fv.csv"
+    args = ["fv", str(tiny_llama_dir), "--task", "antonyms", "--n-prompts", "2", "--shots", "2",
+            "--seeds", "2", "--out", str(out), "--threads", "1"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out)
+    assert len(table) == 8 and {"layer", "head", "rank", "fv", "fv_std", "cie:antonyms"} <= set(
+        table.columns
+    )
+    assert table["fv_std"].notna().all()  # two seeds: a spread
+    bad = CliRunner().invoke(app, ["fv", str(tiny_llama_dir), "--task", "nope"])
+    assert bad.exit_code == 2 and "unknown words task" in bad.stderr

@@ -1,0 +1,102 @@
+"""The CLI skeleton: help, the models listing, one-line errors in a real process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from induction.commands.main import app, register_commands
+
+runner = CliRunner()
+
+
+def test_help_lists_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("models", "info"):
+        assert command in result.stdout
+
+
+def test_models_lists_zoo_and_spec_kinds():
+    import re
+
+    from induction import zoo_models
+    from induction.zoo.registry import FIRST_ZOO, FIXED_PROTOCOL, SECOND_ZOO
+
+    result = runner.invoke(app, ["models"])
+    assert result.exit_code == 0, result.output
+    for kind in ("folder", ".gguf", "hub name", "smollm2"):
+        assert kind in result.stdout
+    row = re.compile(r"^  (\S+) +(\S+) +(fixed-protocol|second|first \(record\)) +(\d+) +(\S+) ")
+    listed = [m.groups() for m in map(row.match, result.stdout.splitlines()) if m]
+    rows = {r[0]: r for r in listed}
+    for name in zoo_models():
+        assert name in rows
+        assert "max induction" in next(ln for ln in result.stdout.splitlines() if f" {name} " in ln)
+    # each model's zoo marked; the current (fixed-protocol) zoo listed first, the record last
+    zoos = {"fixed-protocol": FIXED_PROTOCOL, "second": SECOND_ZOO, "first (record)": FIRST_ZOO}
+    for name, family, zoo, _, _ in listed:
+        assert family in zoos[zoo], (name, zoo)
+    order = [z for _, _, z, _, _ in listed]
+    assert order == sorted(order, key=["fixed-protocol", "second", "first (record)"].index)
+    assert "first (record) = the first zoo" in result.stdout
+    # layers as the hooks see them: looped models unrolled, grown12 after both stages
+    assert {rows[n][4] for n in rows if n.startswith("looped-")} <= {"8"}
+    assert {rows[n][4] for n in rows if n.startswith("grown12-")} <= {"12"}
+
+
+def test_console_script_one_line_error():
+    """A real process: exit 2, one stderr line, no traceback."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from induction.commands.main import main; main()",
+            "info",
+            "./no/such",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: no such file or folder: ./no/such (`induction models` lists what can be loaded)"
+    ]
+
+
+def test_unexpected_errors_keep_traceback():
+    def crash() -> None:
+        raise ZeroDivisionError("bug")
+
+    from induction.commands.main import _Group
+
+    local = typer.Typer(cls=_Group)
+    local.command()(crash)
+    local.command()(lambda: None)
+    result = runner.invoke(local, ["crash"])
+    assert isinstance(result.exception, ZeroDivisionError)
+
+
+def test_registration_skips_missing_but_surfaces_broken(monkeypatch):
+    target = typer.Typer()
+    assert register_commands(target, [("induction.no_such_module_xyz", "x", None)]) == []
+    broken = types.ModuleType("induction._broken_cli_test")
+    monkeypatch.setitem(sys.modules, "induction._broken_cli_test", broken)
+    with pytest.raises(AttributeError):
+        register_commands(target, [("induction._broken_cli_test", "missing", None)])
+
+
+def test_info_json_reports_growth_stages():
+    import json
+
+    grown = json.loads(runner.invoke(app, ["info", "grown12", "--json"]).stdout)
+    assert grown["lineage"] is True and grown["depth_per_stage"] == [4, 8, 12]
+    assert grown["n_layers"] == 12 and grown["looped"] is False
+    dense = json.loads(runner.invoke(app, ["info", "dense", "--json"]).stdout)
+    assert dense["lineage"] is False and "depth_per_stage" not in dense

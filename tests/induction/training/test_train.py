@@ -1,0 +1,311 @@
+"""Zoo training smoke tests: a few steps of each family, determinism, the CLI."""
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from induction import load_model
+from induction.commands.main import app
+from induction.errors import InputError
+from induction.training.train import ZooTrainConfig, train
+from lineage.log import duplication_log
+
+
+def tiny(family, **kw):
+    base = dict(family=family, steps=4, max_steps=4, eval_every=2, d_mlp=64, batch=4, seq_len=48)
+    return ZooTrainConfig(**{**base, "seq_len_before": 48, **kw})
+
+
+def test_same_seed_same_weights_different_seed_different():
+    a, _ = train(tiny("dense", depth=2), progress=False)
+    b, _ = train(tiny("dense", depth=2), progress=False)
+    c, _ = train(tiny("dense", depth=2, seed=1), progress=False)
+    for (name, pa), pb, pc in zip(
+        a.state_dict().items(), b.state_dict().values(), c.state_dict().values()
+    ):
+        assert torch.equal(pa, pb), name
+    assert not torch.equal(a.lm_head.weight, c.lm_head.weight)
+
+
+def test_grown_model_grows_after_formation_and_reloads(tmp_path):
+    # formed_threshold 0: "formed" at the first check, so growth happens at grow_at.
+    cfg = tiny("grown", formed_threshold=0.0, grow_at=(0.5,))
+    model, card = train(cfg, out=tmp_path / "g", progress=False)
+    assert card["effective_depth"] == 8 and card["formed_at_step"] == 2
+    assert 0.5 < card["flops_vs_dense"] < 1.0
+    loaded = load_model(str(tmp_path / "g"), device="cpu")
+    log = duplication_log(loaded)
+    assert log.final_depth == 8 and log.events[0].step == 2
+    tokens = torch.randint(4, 128, (2, 12))
+    with torch.no_grad():
+        torch.testing.assert_close(
+            loaded.bridge(tokens), model.eval()(tokens).logits, rtol=0, atol=1e-5
+        )
+
+
+def test_two_growth_stages_keep_their_spacing_when_formation_is_late(tmp_path):
+    # Planned at steps 1 and 3; the first check (step 4) finds a head ("formed" at threshold
+    # 0), so the first event moves to step 4 and the second keeps its distance: step 6.
+    cfg = tiny("grown", formed_threshold=0.0, grow_at=(0.1, 0.3), depth=12, steps=12, max_steps=12)
+    cfg.eval_every = 4
+    _, card = train(cfg, out=tmp_path / "g12", progress=False)
+    assert card["name"] == "grown12-s0" and card["effective_depth"] == 12
+    log = duplication_log(load_model(str(tmp_path / "g12"), device="cpu"))
+    assert [e.step for e in log.events] == [4, 6]
+    assert log.depths() == [4, 8, 12]
+    # LIDAS twice: ab abcd cd -> ab ab abcd cd cd; every initial layer has three copies
+    assert [log.ancestor_of(layer) for layer in range(12)] == [0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3]
+    # the 8-layer network the second event copied is kept, and lineage --stage 1 scores it
+    assert card["stage_checkpoints"] == {"1": {"folder": "stage1", "step": 6}}
+    stage1 = load_model(str(tmp_path / "g12" / "stage1"), device="cpu")
+    assert stage1.info.n_layers == 8 and stage1.duplication_log_path is None
+
+    import lineage
+
+    result = lineage.trace(str(tmp_path / "g12"), stage=1, top=3, seeds=1, batch=2)
+    assert result.summary.ancestors["ancestor_score"].notna().all()
+
+
+def test_grown_depth_must_match_the_growth_events():
+    with pytest.raises(InputError, match="ends at 12 layers, not depth 8"):
+        train(tiny("grown", grow_at=(0.25, 0.5)), progress=False)
+
+
+def test_looped_model_saves_block_once(tmp_path):
+    _, card = train(tiny("looped"), out=tmp_path / "l", progress=False)
+    config = json.loads((tmp_path / "l" / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2 and card["effective_depth"] == 8
+    assert load_model(str(tmp_path / "l"), device="cpu").info.n_layers == 8
+
+
+def test_cli_trains_and_refuses_bad_input(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "m"
+    result = runner.invoke(
+        app, ["zoo", "train", "dense", "--seed", "3", "--steps", "2", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "card.json").read_text())["seed"] == 3
+    result = runner.invoke(app, ["zoo", "train", "dense", "--steps", "2", "--out", str(out)])
+    assert result.exit_code == 2 and "already exists" in result.output
+    result = runner.invoke(app, ["zoo", "train", "recurrent", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "unknown zoo family" in result.output
+    for args, message in (
+        (["dense", "--grow-at", "0.3"], "grown family only"),
+        (["grown", "--grow-at", "0.5,0.2"], "increasing fractions"),
+        (["grown", "--grow-at", "1.5"], "increasing fractions"),
+        (["grown", "--grow-at", "x"], "increasing fractions"),
+    ):
+        result = runner.invoke(app, ["zoo", "train", *args, "--out", str(tmp_path / "y")])
+        assert result.exit_code == 2 and message in result.output, result.output
+
+
+# ----------------------------------------------------------------------------- fixed protocol
+def fixed(preset, **kw):
+    """A tiny fixed-protocol config: d_model 16 (8 heads of 2 dims), 30 steps of 2 x 24."""
+    from induction.training.protocol import preset_config
+
+    phases = [
+        {"at": 0.0, "mix": {"copy": 0.8, "bigram": 0.2}, "seq_len": 24, "max_span": 6},
+        {"at": 0.5, "mix": {"copy": 0.5, "lookup": 0.5}, "seq_len": 24, "max_span": 8},
+    ]
+    base = dict(d_model=16, d_mlp=32, batch=2, steps=30, warmup=3, eval_every=10)
+    base.update(phases=phases, first_checkpoint=10, eval_distance=6, repeat_len=6)
+    return preset_config(preset, **{**base, **kw})
+
+
+def test_fixed_growth_happens_at_the_preset_step_whatever_the_scores(monkeypatch):
+    import induction.training.train
+    from induction.training.protocol import growth_steps, train_fixed
+
+    cfg = fixed("lidas8")
+    assert growth_steps(cfg) == [10]  # Prop-1 with two stages: growth at 1/3 of the steps
+    assert growth_steps(fixed("lidas8", alpha=0.0)) == [15]
+    assert growth_steps(fixed("lidas8", depth=12, steps=60)) == [10, 30]  # shares 1:2:3
+    for score in (0.0, 1.0):  # a head "formed" at once or never: the same schedule
+        monkeypatch.setattr(
+            induction.training.train,
+            "induction_head_scores",
+            lambda m, d, score=score, **k: torch.full((1, 1), score),
+        )
+        _, card = train_fixed(cfg, progress=False)
+        assert card["growth_steps"] == [10] and card["effective_depth"] == 8
+        assert [h["depth"] for h in card["history"]] == [4, 8, 8]
+
+
+def test_fixed_families_see_the_same_data():
+    from induction.training.protocol import batch_at, train_fixed
+
+    cards = {p: train_fixed(fixed(p), progress=False)[1] for p in ("dense8", "lidas8", "looped8")}
+    assert len({c["data_sha256"] for c in cards.values()}) == 1
+    assert len({c["tokens"] for c in cards.values()}) == 1
+    # keyed by (data seed, step), not by the model seed; the phase switch is at a fixed step
+    a, b = fixed("dense8", seed=0), fixed("looped8p", seed=5, data_seed=0)
+    assert all((batch_at(a, t) == batch_at(b, t)).all() for t in (0, 14, 15, 29))
+    assert not (batch_at(a, 3) == batch_at(fixed("dense8", seed=1), 3)).all()
+    different_init = train_fixed(fixed("dense8", seed=1, data_seed=0), progress=False)[1]
+    assert different_init["data_sha256"] == cards["dense8"]["data_sha256"]
+
+
+def test_fixed_flop_and_parameter_accounting():
+    from induction.training.protocol import param_count, train_fixed
+    from induction.training.train import build_model
+
+    cfg = fixed("dense8")
+    assert param_count(cfg, 8) == sum(p.numel() for p in build_model(cfg, 8).parameters())
+    looped = train_fixed(fixed("looped8"), progress=False)
+    assert looped[1]["flops_vs_dense"] == 1.0  # 2-layer block x 4: FLOP-matched
+    assert looped[1]["params_vs_dense"] < 0.5
+    stored = {id(p) for p in looped[0].parameters()}
+    assert sum(p.numel() for p in looped[0].parameters()) == looped[1]["stored_params"]
+    assert len(stored) == len(list(looped[0].parameters()))
+    _, p_card = train_fixed(fixed("looped8p"), progress=False)  # 8 stored layers x 2
+    assert p_card["params_vs_dense"] == 1.0 and p_card["effective_depth"] == 16
+    ratio = matmul_ratio(cfg, 16, 8)
+    assert p_card["flops_vs_dense"] == round(ratio, 4) and 1.9 < ratio < 2
+    _, g_card = train_fixed(fixed("lidas8"), progress=False)  # 4 layers for 10 of 30 steps
+    want = (10 * matmul_ratio(cfg, 4, 8) + 20) / 30
+    assert g_card["flops_vs_dense"] == round(want, 4)
+
+
+def matmul_ratio(cfg, a, b):
+    from induction.training.train import matmul_flops_per_token
+
+    return matmul_flops_per_token(cfg, a, 24) / matmul_flops_per_token(cfg, b, 24)
+
+
+def test_fixed_checkpoints_load_with_their_log_so_far(tmp_path):
+    from induction.training.protocol import train_fixed
+
+    out = tmp_path / "lidas8-s0"
+    _, card = train_fixed(fixed("lidas8"), out=out, progress=False)
+    names = sorted(p.name for p in (out / "checkpoints").iterdir())
+    assert names == ["step-0", "step-10", "step-10-pre", "step-20"]
+    assert [c["step"] for c in card["checkpoints"]] == [0, 10, 10, 20, 30]
+    assert not list(out.glob("checkpoints/*/training_state.pt"))  # dropped once finished
+    for name, depth, events in (("step-0", 4, 0), ("step-10-pre", 4, 0), ("step-10", 8, 1)):
+        loaded = load_model(str(out / "checkpoints" / name), device="cpu")
+        assert loaded.info.n_layers == depth and loaded.card["step"] in (0, 10)
+        assert len(duplication_log(loaded).events) == events
+        assert "float32" in loaded.info.dtype  # stored float16, loaded upcast
+    final = load_model(str(out), device="cpu")
+    assert duplication_log(final).events[0].step == 10
+    rows = [json.loads(r) for r in (out / "train_log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == list(range(1, 31))
+    assert [r["depth"] for r in rows][9:11] == [4, 8]
+    assert {"loss", "lr", "depth"} <= set(rows[0]) and "max_induction" in rows[9]
+    looped = tmp_path / "looped8-s0"
+    train_fixed(fixed("looped8", steps=12), out=looped, progress=False)
+    step10 = load_model(str(looped / "checkpoints" / "step-10"), device="cpu")
+    assert step10.info.n_layers == 8 and step10.loop_plan.block == 2
+
+
+@pytest.mark.parametrize("preset", ["lidas8", "looped8"])
+def test_fixed_resume_is_bit_identical(tmp_path, preset):
+    from safetensors.torch import load_file
+
+    from induction.training.protocol import latest_checkpoint, train_fixed
+
+    cfg = fixed(preset, d_model=16, steps=30, keep_train_state="all")
+    cfg.depth, cfg.initial_depth, cfg.grow_block = (4, 2, 2) if preset == "lidas8" else (8, 4, 4)
+    cfg.loop_block, cfg.loops = 2, cfg.depth // 2
+    train_fixed(cfg, out=tmp_path / "a", progress=False)
+    # interrupted after 25 steps: resumes from step 20, then again (nothing to redo) ...
+    train_fixed(cfg, out=tmp_path / "b", progress=False, stop_at=25)
+    assert latest_checkpoint(tmp_path / "b") == 20
+    with pytest.raises(InputError, match="already holds a run"):
+        train_fixed(cfg, out=tmp_path / "b", progress=False)
+    train_fixed(None, out=tmp_path / "b", progress=False, resume=True, stop_at=27)
+    _, card = train_fixed(None, out=tmp_path / "b", progress=False, resume=True)
+    a, b = (
+        load_file(tmp_path / "a" / "model.safetensors"),
+        load_file(tmp_path / "b" / "model.safetensors"),
+    )
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert (tmp_path / "a" / "train_log.jsonl").read_text() == (
+        tmp_path / "b" / "train_log.jsonl"
+    ).read_text()
+    first = json.loads((tmp_path / "a" / "card.json").read_text())
+    for key in ("data_sha256", "train_flops", "history", "checkpoints", "growth_steps"):
+        assert card[key] == first[key], key
+    # a resume from the post-growth checkpoint (the growth is not redone)
+    if preset == "lidas8":
+        assert card["growth_steps"] == [10]
+        c = tmp_path / "c"
+        train_fixed(cfg, out=c, progress=False, stop_at=15)
+        assert latest_checkpoint(c) == 10 and (c / "checkpoints" / "step-10-pre").is_dir()
+        train_fixed(None, out=c, progress=False, resume=True)
+        assert load_file(c / "model.safetensors").keys() == a.keys()
+        assert all(torch.equal(a[k], v) for k, v in load_file(c / "model.safetensors").items())
+
+
+def test_fixed_config_is_checked():
+    from induction.training.protocol import preset_config, train_fixed
+
+    with pytest.raises(InputError, match="unknown fixed-protocol preset"):
+        preset_config("dense9")
+    with pytest.raises(InputError, match="unknown segment kind"):
+        train_fixed(
+            fixed("dense8", phases=[{"at": 0, "mix": {"cpy": 1}, "seq_len": 8, "max_span": 3}])
+        )
+    with pytest.raises(InputError, match="not reachable"):
+        train_fixed(fixed("lidas8", depth=10), progress=False)
+    with pytest.raises(InputError, match="not 8"):
+        train_fixed(fixed("looped8", loops=3), progress=False)
+
+
+def test_cli_trains_and_resumes_a_fixed_preset(tmp_path):
+    from induction.training.protocol import preset_config, train_fixed
+
+    runner = CliRunner()
+    out = tmp_path / "lidas8-s0"
+    # interrupted after 2 of 3 steps (checkpoints at 0 and at the growth step 1)
+    train_fixed(preset_config("lidas8", steps=3, batch=2), out=out, progress=False, stop_at=2)
+    result = runner.invoke(app, ["zoo", "train", "lidas8", "--out", str(out)])
+    assert result.exit_code == 2 and "--resume" in result.output
+    result = runner.invoke(app, ["zoo", "train", "dense8", "--resume", str(out)])
+    assert result.exit_code == 2 and "is a lidas8 run" in result.output
+    result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "grown at steps [1]" in result.output
+    card = json.loads((out / "card.json").read_text())
+    assert card["steps"] == 3 and card["effective_depth"] == 8
+    result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
+    assert result.exit_code == 2 and "finished" in result.output
+
+
+def test_build_zoo_resumes_an_unfinished_fixed_model(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from induction.training.protocol import train_fixed
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "build_zoo.py"
+    spec = importlib.util.spec_from_file_location("build_zoo", path)
+    build_zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_zoo)
+    dest = tmp_path / "models"
+    train_fixed(fixed("dense8", steps=12), out=dest / "dense8-s0", progress=False, stop_at=11)
+    assert build_zoo.build("dense8", 0, dest=dest) == "dense8-s0: resumed from step 10"
+    assert json.loads((dest / "dense8-s0" / "card.json").read_text())["steps"] == 12
+    assert build_zoo.build("dense8", 0, dest=dest) == "dense8-s0: present"
+
+
+def test_fixed_bare_resume_states_lose_little_work(tmp_path):
+    """Between log-spaced checkpoints a bare training state every ``state_every`` steps is the
+    resume point (loaded with weights_only=True); the result is still bit-identical."""
+    from safetensors.torch import load_file
+
+    from induction.training.protocol import latest_checkpoint, train_fixed
+
+    cfg = fixed("dense8", steps=30, state_every=4)
+    train_fixed(cfg, out=tmp_path / "a", progress=False)
+    train_fixed(cfg, out=tmp_path / "b", progress=False, stop_at=27)
+    assert latest_checkpoint(tmp_path / "b") == 24  # not 20, the last log-spaced checkpoint
+    assert [p.name for p in (tmp_path / "b" / "checkpoints").glob("state-*")] == ["state-24"]
+    train_fixed(None, out=tmp_path / "b", progress=False, resume=True)
+    a, b = (load_file(tmp_path / x / "model.safetensors") for x in ("a", "b"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not list((tmp_path / "b" / "checkpoints").glob("state-*"))  # gone once finished
