@@ -73,6 +73,23 @@ class DepthAngles:
                 )
         return pd.DataFrame(rows)
 
+    def save(self, path: str | Path) -> Path:
+        """Write :meth:`to_frame` (``.csv``, ``.parquet``, ``.json``), atomically."""
+        from induction.io import write_table
+
+        return write_table(self.to_frame(), path)
+
+    def plot(self, path: str | Path | None = None):
+        """The two angle profiles (:func:`depth_figure`), also written to ``path``."""
+        fig = depth_figure([self])
+        if path is not None:
+            from induction.plots import save_figure
+
+            note = save_figure(fig, Path(path))
+            if note:
+                raise InputError(note)
+        return fig
+
 
 def angle_deg(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     """Angle in degrees between the last-axis vectors of ``a`` and ``b`` (float64)."""

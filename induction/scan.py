@@ -46,7 +46,6 @@ single seed).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +55,7 @@ import torch
 
 from induction.copying import copying_scores
 from induction.errors import InputError
+from induction.jobs import as_loaded, job_config
 from induction.loss import loss_summary
 from induction.passes import run_passes
 from induction.progress import progress as progress_reporter
@@ -280,36 +280,22 @@ class ScanResult:
 # --------------------------------------------------------------------------- the pipeline
 
 
-def _config(config: ScanConfig | Mapping[str, Any] | None, kwargs: dict[str, Any]) -> ScanConfig:
-    if config is None:
-        config = ScanConfig()
-    elif isinstance(config, Mapping):
-        kwargs = {**config, **kwargs}
-        config = ScanConfig()
-    elif not isinstance(config, ScanConfig):
-        raise InputError(f"scan config must be a ScanConfig or a dict, got {type(config).__name__}")
-    known = {f.name for f in dataclasses.fields(ScanConfig)}
-    unknown = sorted(set(kwargs) - known)
-    if unknown:
-        raise InputError(f"unknown scan setting {unknown[0]!r}; known: {', '.join(sorted(known))}")
-    return dataclasses.replace(config, **kwargs) if kwargs else config
-
-
 def scan(
     model: ModelLike, config: ScanConfig | Mapping[str, Any] | None = None, /, **kwargs: Any
 ) -> ScanResult:
     """Score every head (layer, head) of ``model`` on repeated random tokens.
 
     Args:
-        model: a :class:`induction.loading.LoadedModel` or a TransformerBridge.
+        model: any model spec (``lidas8``, a folder, ...), a
+            :class:`induction.loading.LoadedModel` or a TransformerBridge.
         config: a :class:`ScanConfig` or a dict of its fields (optional).
         **kwargs: :class:`ScanConfig` fields; they override ``config``.
 
     Returns:
         A :class:`ScanResult`; ``.to_frame()`` is the tidy table of :func:`induction_scores`.
     """
-    cfg = _config(config, kwargs)
-    target = resolve_target(model)
+    cfg = job_config(ScanConfig, config, kwargs, "scan")
+    target = resolve_target(as_loaded(model))
     names = check_scores(cfg.scores)
     rank_by = check_rank_by(cfg.rank_by, names)
     convention = check_convention(cfg.convention)

@@ -18,6 +18,11 @@ import importlib
 
 _API = {
     "induction_circuits": "induction.circuits.job",
+    "CircuitsConfig": "induction.circuits.finder",
+    "EffectsConfig": "induction.circuits.effects",
+    "fv_scores": "induction.circuits.fv",
+    "FVConfig": "induction.circuits.fv",
+    "FVResult": "induction.circuits.fv",
     "CircuitResult": "induction.circuits.finder",
     "circuit_lineage": "induction.circuits.history",
     "CircuitLineage": "induction.circuits.history",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from induction.specs import ModelLike
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from induction.circuits.patching import (
     z_hook,
 )
 from induction.errors import InputError
+from induction.jobs import job_config
 
 #: Rows (prompts x heads) per ablation pass on CPU; measured with benchmarks/effects.py.
 DEFAULT_MAX_ROWS = 256
@@ -337,23 +338,11 @@ class EffectsResult:
         return fig
 
 
-def head_effects(
-    model: ModelLike,
-    *,
-    mode: str = "zero",
-    reference: str = "task",
-    seq_len: int | None = None,
-    batch: int = 8,
-    seeds=1,
-    atp: bool = True,
-    max_rows: int = DEFAULT_MAX_ROWS,
-    scores: bool = False,
-    progress: bool = False,
-) -> EffectsResult:
-    """Ablate every head alone and estimate every head by attribution patching.
+@dataclass(frozen=True)
+class EffectsConfig:
+    """Settings of the effects job (:func:`run`).
 
-    Args:
-        model: a LoadedModel or a model spec.
+    Attributes:
         mode: ``zero``, ``mean`` or ``resample``; reference: ``random`` or ``task`` (see
             :mod:`induction.circuits.patching`).
         seq_len, batch, seeds: the repeated-token prompts (as ``induction scan``).
@@ -363,25 +352,48 @@ def head_effects(
         progress: report the passes (:mod:`induction.progress`: a bar on a terminal,
             periodic lines in a log); ``induction effects`` turns it on.
     """
+
+    mode: str = "zero"
+    reference: str = "task"
+    seq_len: int | None = None
+    batch: int = 8
+    seeds: Any = 1
+    atp: bool = True
+    max_rows: int = DEFAULT_MAX_ROWS
+    scores: bool = False
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode, self.reference)
+        if self.max_rows < 1:
+            raise InputError(f"max_rows must be >= 1, got {self.max_rows}")
+
+
+def run(
+    model: ModelLike, config: EffectsConfig | Mapping[str, Any] | None = None, /, **overrides
+) -> EffectsResult:
+    """Ablate every head alone and estimate every head by attribution patching.
+
+    ``model``: any spec or a LoadedModel; ``config``/``overrides``: :class:`EffectsConfig`
+    fields. ``head_effects`` is the job's established name.
+    """
     from induction.progress import progress as progress_reporter
 
-    check_mode(mode, reference)
-    if max_rows < 1:
-        raise InputError(f"max_rows must be >= 1, got {max_rows}")
-    s = setup(model, seq_len=seq_len, batch=batch, seeds=seeds)
+    cfg = job_config(EffectsConfig, config, overrides, "effects")
+    s = setup(model, seq_len=cfg.seq_len, batch=cfg.batch, seeds=cfg.seeds)
     v = s.v
     timing: dict[str, float] = {}
     heads = [(layer, h) for layer in range(v.n_layers) for h in range(v.n_heads)]
-    passes = len(chunks_by_layer(heads, max(1, max_rows // s.tokens.shape[0])))
-    with progress_reporter(progress) as bar:
-        advance = bar.task(1 + passes + int(atp), f"effects of {s.name}: ablating each head")
+    passes = len(chunks_by_layer(heads, max(1, cfg.max_rows // s.tokens.shape[0])))
+    with progress_reporter(cfg.progress) as bar:
+        advance = bar.task(1 + passes + int(cfg.atp), f"effects of {s.name}: ablating each head")
         t0 = time.perf_counter()
         clean = clean_pass(v, s.tokens, s.logits_at, s.targets)
         timing["clean_s"] = time.perf_counter() - t0
-        repl = make_replacement(v, mode, reference, s.tokens, clean, s.info)
+        repl = make_replacement(v, cfg.mode, cfg.reference, s.tokens, clean, s.info)
         advance()
         t0 = time.perf_counter()
-        losses = ablate_each_head(s, heads, repl, clean, max_rows=max_rows, advance=advance)
+        losses = ablate_each_head(s, heads, repl, clean, max_rows=cfg.max_rows, advance=advance)
         timing["ablation_s"] = time.perf_counter() - t0
         diff = losses - clean.loss.cpu()[None]
         n = diff.shape[1]
@@ -389,34 +401,37 @@ def head_effects(
         se = diff.std(1) / n**0.5 if n > 1 else torch.full((len(heads),), float("nan"))
         se = se.view(v.n_layers, v.n_heads)
         est = corr = None
-        if atp:
+        if cfg.atp:
             t0 = time.perf_counter()
             est = attribution(s, repl, clean)
             timing["atp_s"] = time.perf_counter() - t0
             corr = correlations(est, effect)
             advance()
     table = None
-    if scores:
+    if cfg.scores:
         from induction.scores import induction_scores
 
         table = induction_scores(
             s.loaded,
             seq_len=s.prompts.seq_len,
-            batch=batch,
-            seeds=seeds,
+            batch=cfg.batch,
+            seeds=cfg.seeds,
             scores=("induction", "previous_token"),
-            progress=progress,
+            progress=cfg.progress,
         )
     return EffectsResult(
         model=s.name,
-        mode=mode,
-        reference=reference,
+        mode=cfg.mode,
+        reference=cfg.reference,
         clean_loss=float(clean.loss.mean()),
         effect=effect,
         effect_se=se,
         atp=est,
         corr=corr,
         timing=timing,
-        settings={"seq_len": s.prompts.seq_len, "batch": batch, "seeds": list(s.prompts.seeds)},
+        settings={"seq_len": s.prompts.seq_len, "batch": cfg.batch, "seeds": list(s.prompts.seeds)},
         scores=table,
     )
+
+
+head_effects = run

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from induction.specs import ModelLike
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from induction.circuits.patching import (
 )
 from induction.errors import InputError
 from induction.heads import Head, head_label
+from induction.jobs import job_config
 
 DEFAULT_PARTNERS = 3
 
@@ -305,33 +306,50 @@ def _key_path_drops(
     return out
 
 
-def find_circuits(
-    model: ModelLike,
-    *,
-    threshold: float = 0.4,
-    top: int | None = None,
-    seq_len: int | None = None,
-    batch: int = 8,
-    seeds=1,
-    mode: str = "zero",
-    reference: str = "task",
-    key_path: bool = True,
-    max_rows: int = 256,
-    progress: bool = False,
-) -> CircuitResult:
-    """Find each induction head's partners among earlier heads, by weights and activations
-    (:func:`induction.circuits.job.induction_circuits` adds the circuits' lineage).
+@dataclass(frozen=True)
+class CircuitsConfig:
+    """Settings of the circuits job (:func:`induction.circuits.job.run`).
 
-    Args:
-        model: a LoadedModel or a model spec (``lidas8``, ``smollm2``, a folder, ...).
+    Attributes:
         threshold: induction heads are those scoring at least this (stripe convention).
         top: instead, the ``top`` heads by induction score.
         seq_len, batch, seeds: the repeated-token prompts (as ``induction scan``).
         mode, reference: how a candidate is ablated (:mod:`induction.circuits.patching`).
         key_path: also measure the drop on the path into the induction head's keys.
         max_rows: prompts x candidates per forward pass.
+        lineage: for a grown model, trace each circuit to its ancestors
+            (:func:`induction.circuits.history.circuit_lineage`), including the shipped initial
+            network.
         progress: report the scan and the ablation passes (:mod:`induction.progress`: a bar
             on a terminal, periodic lines in a log); ``induction circuits`` turns it on.
+    """
+
+    threshold: float = 0.4
+    top: int | None = None
+    seq_len: int | None = None
+    batch: int = 8
+    seeds: Any = 1
+    mode: str = "zero"
+    reference: str = "task"
+    key_path: bool = True
+    max_rows: int = 256
+    lineage: bool = True
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode, self.reference)
+        if self.top is not None and self.top < 1:
+            raise InputError(f"top must be >= 1, got {self.top}")
+        if not 0 <= self.threshold <= 1:
+            raise InputError(f"threshold must be in [0, 1], got {self.threshold}")
+
+
+def find_circuits(
+    model: ModelLike, config: CircuitsConfig | Mapping[str, Any] | None = None, /, **overrides
+) -> CircuitResult:
+    """Find each induction head's partners among earlier heads, by weights and activations
+    (:func:`induction.circuits.job.run` adds the circuits' lineage; ``config.lineage`` is
+    not read here).
 
     Returns a :class:`CircuitResult`; its table has one row per (induction head, earlier
     head): ``induction_head``, ``layer``, ``head``, ``induction_head_score``, ``partner``,
@@ -345,49 +363,47 @@ def find_circuits(
     from induction.progress import progress as progress_reporter
     from induction.scores import induction_scores
 
-    check_mode(mode, reference)
-    if top is not None and top < 1:
-        raise InputError(f"top must be >= 1, got {top}")
-    if not 0 <= threshold <= 1:
-        raise InputError(f"threshold must be in [0, 1], got {threshold}")
-    s = setup(model, seq_len=seq_len, batch=batch, seeds=seeds)
+    cfg = job_config(CircuitsConfig, config, overrides, "circuits")
+    s = setup(model, seq_len=cfg.seq_len, batch=cfg.batch, seeds=cfg.seeds)
     v = s.v
     scores = induction_scores(
         s.loaded,
         seq_len=s.prompts.seq_len,
-        batch=batch,
-        seeds=seeds,
+        batch=cfg.batch,
+        seeds=cfg.seeds,
         scores=("induction", "previous_token"),
-        progress=progress,
+        progress=cfg.progress,
     )
-    heads = [h for h in _pick_heads(scores, threshold, top) if h[0] > 0]
+    heads = [h for h in _pick_heads(scores, cfg.threshold, cfg.top) if h[0] > 0]
     weights = head_weights(s.loaded)
     d_model, d_head = weights.W_Q.shape[2], weights.W_Q.shape[3]
     baseline = random_baseline(int(d_model), int(d_head), "k")
     settings = {
         "seq_len": s.prompts.seq_len,
-        "batch": batch,
+        "batch": cfg.batch,
         "seeds": list(s.prompts.seeds),
-        "mode": mode,
-        "reference": reference,
+        "mode": cfg.mode,
+        "reference": cfg.reference,
     }
     note = "measured on hook_k_input (direct path into the keys)"
     if weights.n_kv_heads != v.n_heads:
         note += "; grouped-query model: the patch reaches the head's whole key/value group"
     if not heads:
         empty = pd.DataFrame(columns=["induction_head", "partner", "partner_rank"])
-        return CircuitResult(s.name, empty, [], threshold, top, baseline, False, note, settings)
+        return CircuitResult(
+            s.name, empty, [], cfg.threshold, cfg.top, baseline, False, note, settings
+        )
     kcomp = composition_scores(weights, "k", readers=heads)
     candidates = [(la, ha) for la in range(max(h[0] for h in heads)) for ha in range(v.n_heads)]
-    has_key = key_path and "blocks.0.attn.hook_k_input" in v.bridge.hook_dict
-    if key_path and not has_key:
+    has_key = cfg.key_path and "blocks.0.attn.hook_k_input" in v.bridge.hook_dict
+    if cfg.key_path and not has_key:
         note = "the bridge exposes no hook_k_input: key-path drop not measured"
-    per = max(1, max_rows // s.tokens.shape[0])
-    with progress_reporter(progress) as bar:
+    per = max(1, cfg.max_rows // s.tokens.shape[0])
+    with progress_reporter(cfg.progress) as bar:
         task = f"circuits of {s.name}: ablating partners"
         advance = bar.task(2 + _passes(heads, candidates, per, has_key), task)
         clean = clean_pass(v, s.tokens)
-        repl = make_replacement(v, mode, reference, s.tokens, clean, s.info)
+        repl = make_replacement(v, cfg.mode, cfg.reference, s.tokens, clean, s.info)
         advance()
         reader = _Reader(s, heads)
         with torch.no_grad():
@@ -395,9 +411,9 @@ def find_circuits(
             run_rows(v, s.tokens, stop=stop, hooks=reader.hooks(len(s.tokens)))
         clean_scores = reader.out.T.clone()  # [heads, B]
         advance()
-        total = _total_drops(s, heads, candidates, repl, clean, max_rows, advance)
+        total = _total_drops(s, heads, candidates, repl, clean, cfg.max_rows, advance)
         keyd = (
-            _key_path_drops(s, heads, candidates, repl, clean, max_rows, advance)
+            _key_path_drops(s, heads, candidates, repl, clean, cfg.max_rows, advance)
             if has_key
             else None
         )
@@ -442,6 +458,6 @@ def find_circuits(
     df = df.sort_values(["induction_head_score", "induction_head", "partner_rank"],
                         ascending=[False, True, True]).reset_index(drop=True)  # fmt: skip
     result = CircuitResult(
-        s.name, df, heads, threshold, top, baseline, keyd is not None, note, settings
+        s.name, df, heads, cfg.threshold, cfg.top, baseline, keyd is not None, note, settings
     )
     return result

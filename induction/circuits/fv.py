@@ -28,10 +28,10 @@ Here:
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,10 @@ from torch import Tensor
 
 from induction.errors import InputError
 from induction.heads import Head
+from induction.jobs import as_loaded, job_config
+
+if TYPE_CHECKING:
+    from induction.specs import ModelLike
 
 #: Rows (prompts x patched heads) per forward pass on CPU.
 DEFAULT_MAX_ROWS = 256
@@ -263,28 +267,53 @@ class FVResult:
         return fig
 
 
-def fv_scores(
-    model: Any,
-    *,
-    tasks: Sequence[str] | None = None,
-    suite: str = "words",
-    n_prompts: int = 16,
-    shots: int = 5,
-    seeds: int = 1,
-    max_rows: int = DEFAULT_MAX_ROWS,
-    progress: bool = False,
+@dataclass(frozen=True)
+class FVConfig:
+    """Settings of the function-vector job (:func:`run`).
+
+    Attributes:
+        tasks: task names of the suite (default: all).
+        suite: ``words`` (the function-vector-style word tasks; the only suite of
+            ``{input, output}`` pairs).
+        n_prompts, shots: prompts per task and demonstrations per prompt.
+        seeds: prompt seeds; the score is the mean over seeds and ``fv_std`` their spread.
+        max_rows: prompts x patched heads per forward pass.
+        progress: report the passes (:mod:`induction.progress`).
+    """
+
+    tasks: Sequence[str] | None = None
+    suite: str = "words"
+    n_prompts: int = 16
+    shots: int = 5
+    seeds: int = 1
+    max_rows: int = DEFAULT_MAX_ROWS
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        for name, least in (("shots", 2), ("n_prompts", 1), ("seeds", 1), ("max_rows", 1)):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < least:
+                what = " to shuffle labels" if name == "shots" else ""
+                flag = name.replace("_", "-")
+                raise InputError(f"--{flag} must be >= {least}{what}, got {getattr(self, name)}")
+        if self.suite != "words":
+            raise InputError(
+                f"--suite {self.suite!r}: FV scores need word-pair tasks; use --suite words"
+            )
+
+
+def run(
+    model: ModelLike, config: FVConfig | Mapping[str, Any] | None = None, /, **overrides
 ) -> FVResult:
     """FV scores of every head of ``model`` (a spec or a loaded model) on a suite of
-    ``{input, output}`` tasks (``words``: the function-vector-style word tasks)."""
-    from induction.loading import load_model
+    ``{input, output}`` tasks; ``config``/``overrides``: :class:`FVConfig` fields.
+    ``fv_scores`` is the job's established name."""
+    cfg = job_config(FVConfig, config, overrides, "fv")
     from induction.progress import progress as reporter
 
-    if suite != "words":
-        raise InputError(f"--suite {suite!r}: FV scores need word-pair tasks; use --suite words")
-    loaded = model if hasattr(model, "bridge") else load_model(model)
+    loaded = as_loaded(model)
     from ablation.tasks import words
 
-    names = list(tasks) if tasks else words.task_names()
+    names = list(cfg.tasks) if cfg.tasks else words.task_names()
     unknown = sorted(set(names) - set(words.task_names()))
     if unknown:
         raise InputError(f"unknown words task(s) {', '.join(unknown)}; see `induction tasks words`")
@@ -292,34 +321,37 @@ def fv_scores(
     heads = [(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
     device = next(loaded.hf_model.parameters()).device
     per_seed = []
-    with reporter(progress) as bar:
-        advance = bar.task(len(names) * seeds, "fv")
-        for seed in range(seeds):
+    with reporter(cfg.progress) as bar:
+        advance = bar.task(len(names) * cfg.seeds, "fv")
+        for seed in range(cfg.seeds):
             by_task = {}
             for name in names:
                 _, examples = words.load_examples(words.DATA / f"{name}.json")
-                prompts = fv_prompts(examples, n_prompts, shots, seed)
+                prompts = fv_prompts(examples, cfg.n_prompts, cfg.shots, seed)
                 tok = loaded.tokenizer
                 answers = [p.answer for p in prompts]
                 clean = encode(tok, [p.clean for p in prompts], answers, device)
                 corrupted = encode(tok, [p.corrupted for p in prompts], answers, device)
                 means = mean_activations(loaded, clean)
-                by_task[name] = cie_batched(loaded, corrupted, means, heads, max_rows).cpu()
+                by_task[name] = cie_batched(loaded, corrupted, means, heads, cfg.max_rows).cpu()
                 advance()
             per_seed.append(by_task)
     rows = []
     for i, (layer, head) in enumerate(heads):
         seed_means = [float(np.mean([s[n][i] for n in names])) for s in per_seed]
         row = {"layer": layer, "head": head, "fv": float(np.mean(seed_means))}
-        row["fv_std"] = float(np.std(seed_means, ddof=1)) if seeds > 1 else float("nan")
+        row["fv_std"] = float(np.std(seed_means, ddof=1)) if cfg.seeds > 1 else float("nan")
         for n in names:
             row[f"cie:{n}"] = float(np.mean([s[n][i] for s in per_seed]))
         rows.append(row)
     table = pd.DataFrame(rows)
     table.insert(2, "rank", table["fv"].rank(ascending=False, method="first").astype(int))
-    settings = {"suite": suite, "tasks": names, "n_tasks": len(names), "n_prompts": n_prompts,
-                "shots": shots, "seeds": seeds}  # fmt: skip
+    settings = {"suite": cfg.suite, "tasks": names, "n_tasks": len(names),
+                "n_prompts": cfg.n_prompts, "shots": cfg.shots, "seeds": cfg.seeds}  # fmt: skip
     return FVResult(model=info.name, table=table, settings=settings)
+
+
+fv_scores = run
 
 
 def _fv_table(loaded) -> pd.DataFrame:

@@ -21,7 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from induction.circuits.finder import DEFAULT_PARTNERS, CircuitResult, find_circuits, label
+from induction.circuits.finder import (
+    DEFAULT_PARTNERS,
+    CircuitResult,
+    CircuitsConfig,
+    find_circuits,
+    label,
+)
 from induction.heads import Head
 
 
@@ -155,14 +161,15 @@ def circuit_lineage(
     *,
     initial: Any = None,
     partners: int = DEFAULT_PARTNERS,
-    **finder_options: Any,
+    config: CircuitsConfig | None = None,
 ) -> CircuitLineage | None:
     """Trace ``result``'s circuits to the initial network of ``loaded`` (a grown model).
 
     ``initial`` is the pre-growth network (a spec or LoadedModel); by default the one a zoo
     model ships, when it does (:func:`lineage.api.shipped_stage`: ``initial/``, or the
-    ``checkpoints/step-<N>-pre`` of the first growth event). ``finder_options`` go to
-    :func:`induction.circuits.finder.find_circuits` for the initial network. A pair counts as a
+    ``checkpoints/step-<N>-pre`` of the first growth event). ``config``
+    (:class:`~induction.circuits.finder.CircuitsConfig`, with the prompt length measured on
+    ``loaded``) measures the initial network the same way. A pair counts as a
     circuit before growth when its partner is among the ``partners`` strongest of its
     induction head there. Returns None for a model without a duplication log.
     """
@@ -186,8 +193,7 @@ def circuit_lineage(
 
         initial = shipped_stage(Path(loaded.info.path), 0)
     if initial is not None:
-        options = {k: v for k, v in finder_options.items() if v is not None or k == "top"}
-        init = find_circuits(initial, **options)
+        init = find_circuits(initial, config or CircuitsConfig())
         init_circuits = init.circuits()
         init_partners = {}
         for h in init.heads:

@@ -1,0 +1,74 @@
+"""One job signature and one result protocol (induction.jobs, docs/design.md)."""
+
+import pytest
+
+from ablation.pipeline import AblationResult
+from induction.circuits.effects import EffectsConfig, EffectsResult, head_effects
+from induction.circuits.finder import CircuitResult, CircuitsConfig
+from induction.circuits.fv import FVConfig, FVResult, fv_scores
+from induction.circuits.job import induction_circuits
+from induction.depth import DepthAngles
+from induction.errors import InputError
+from induction.jobs import Result, job_config
+from induction.loading import load_model
+from induction.scan import ScanConfig, ScanResult, scan
+from lineage.api import TraceResult
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [ScanResult, TraceResult, AblationResult, CircuitResult, EffectsResult, FVResult, DepthAngles],
+)
+def test_every_job_result_meets_the_protocol(cls):
+    for method in ("to_frame", "save", "plot"):
+        assert callable(getattr(cls, method, None)), f"{cls.__name__} has no {method}()"
+
+
+def test_a_depth_result_saves_and_plots_like_the_others(tmp_path):
+    r = DepthAngles("m", [10.0, 20.0], [1.0, 2.0], [5.0], [0.5], n_tokens=64)
+    assert isinstance(r, Result)
+    assert r.save(tmp_path / "d.csv").read_text().startswith("model,layer,angle")
+    r.plot(tmp_path / "d.html")
+    assert (tmp_path / "d.html").stat().st_size > 0
+
+
+def test_job_config_merges_and_refuses_in_one_line():
+    base = ScanConfig(batch=4)
+    assert job_config(ScanConfig, base, {"seq_len": 8}, "scan") == ScanConfig(batch=4, seq_len=8)
+    assert job_config(ScanConfig, {"batch": 2}, {"batch": 3}, "scan").batch == 3
+    assert job_config(ScanConfig, None, {}, "scan") == ScanConfig()
+    with pytest.raises(InputError, match="unknown scan setting 'bach'; known: .*batch"):
+        job_config(ScanConfig, None, {"bach": 2}, "scan")
+    with pytest.raises(InputError, match="circuits config must be a CircuitsConfig or a dict"):
+        job_config(CircuitsConfig, ScanConfig(), {}, "circuits")
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: CircuitsConfig(threshold=2), "threshold must be in"),
+        (lambda: CircuitsConfig(top=0), "top must be >= 1"),
+        (lambda: EffectsConfig(max_rows=0), "max_rows must be >= 1"),
+        (lambda: EffectsConfig(mode="melt"), "melt"),
+        (lambda: FVConfig(suite="zoo"), "use --suite words"),
+        (lambda: FVConfig(shots=1), "--shots must be >= 2 to shuffle labels, got 1"),
+    ],
+)
+def test_configs_check_themselves(make, message):
+    with pytest.raises(InputError, match=message):
+        make()
+
+
+def test_every_job_takes_a_spec_or_a_loaded_model(tiny_llama_dir):
+    loaded = load_model(tiny_llama_dir)
+    by_spec = scan(str(tiny_llama_dir), seq_len=6, batch=2, seeds=(0,)).to_frame()
+    by_model = scan(loaded, ScanConfig(seq_len=6, batch=2, seeds=(0,))).to_frame()
+    assert by_spec.equals(by_model)
+    settings = {"seq_len": 6, "batch": 2, "seeds": 1}
+    a = head_effects(str(tiny_llama_dir), EffectsConfig(**settings, atp=False)).to_frame()
+    b = head_effects(loaded, atp=False, **settings).to_frame()
+    assert a.equals(b)
+    c = induction_circuits(loaded, top=1, lineage=False, **settings)
+    assert isinstance(c, CircuitResult) and isinstance(c, Result)
+    f = fv_scores(loaded, FVConfig(tasks=["antonyms"], n_prompts=2, shots=2))
+    assert isinstance(f, Result) and len(f.to_frame()) == 2 * 4
