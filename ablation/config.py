@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Literal, get_args
 
 from induction.errors import InputError
 
@@ -15,11 +16,16 @@ DEFAULT_CONTROLS = 20
 #: Longest generated prompt for models without a training length on their card.
 MAX_PROMPT_TOKENS = 512
 
-MODES = ("zero", "mean")
+#: How ablated heads are silenced: zeroed, or set to their mean output.
+AblationMode = Literal["zero", "mean"]
+MODES: tuple[AblationMode, ...] = get_args(AblationMode)
 #: Control head sets: uniform over the non-target heads, with the target's heads-per-layer
 #: profile (``ablation.selection.shaped_controls``), or both (``controls`` of each).
-CONTROL_SHAPES = ("uniform", "layer", "both")
-MEAN_OVER = ("all", "position")
+ControlsShape = Literal["uniform", "layer", "both"]
+CONTROL_SHAPES: tuple[ControlsShape, ...] = get_args(ControlsShape)
+#: What a mean ablation averages over: all positions, or each position separately.
+MeanOver = Literal["all", "position"]
+MEAN_OVER: tuple[MeanOver, ...] = get_args(MeanOver)
 
 
 @dataclass(frozen=True)
@@ -48,10 +54,10 @@ class AblationConfig:
     score: str = "induction"
     suite: str | None = None
     tasks: tuple[str, ...] | None = None
-    mode: str = "zero"
-    mean_over: str = "all"
+    mode: AblationMode = "zero"
+    mean_over: MeanOver = "all"
     controls: int = DEFAULT_CONTROLS
-    controls_shape: str = "both"
+    controls_shape: ControlsShape = "both"
     band: int | None = None  # layer-shaped controls: layers either side (None: n_layers / 8)
     readouts: bool = True  # generation tasks: also logprob and cand_acc (ablation.readout)
     # "fv:0.02": leave the top 2% heads by another score out of the target and the controls

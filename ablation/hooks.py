@@ -36,11 +36,9 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ablation.config import MEAN_OVER, MODES, AblationMode, MeanOver  # noqa: F401  (re-exported)
 from induction.errors import InputError
 from induction.heads import Head
-
-MODES = ("zero", "mean")
-MEAN_OVER = ("all", "position")
 
 
 def hook_name(layer: int) -> str:
@@ -151,9 +149,9 @@ class HeadAblation:
     def __init__(
         self,
         heads: Iterable[Head],
-        mode: str = "zero",
+        mode: AblationMode = "zero",
         means: HeadMeans | None = None,
-        mean_over: str = "all",
+        mean_over: MeanOver = "all",
     ):
         if mode not in MODES:
             raise InputError(f"unknown ablation mode {mode!r}; use one of {MODES}")
@@ -205,9 +203,9 @@ class HeadAblation:
 def ablate_heads(
     model,
     heads: Iterable[Head] | HeadAblation,
-    mode: str = "zero",
+    mode: AblationMode = "zero",
     means: HeadMeans | None = None,
-    mean_over: str = "all",
+    mean_over: MeanOver = "all",
 ) -> Iterator[HeadAblation]:
     """Context manager: inside it every forward of ``model`` (bridge or its HF module, any
     call path including ``generate``) runs with ``heads`` ablated.

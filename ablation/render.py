@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 from rich.markup import escape
 
-from induction.io import atomic_path
+from induction.errors import InputError
 
 #: Bar colours of the target (top heads) drop by kind of row, and of the random controls.
 TASK_COLOR = "#636efa"
@@ -150,9 +150,14 @@ def _zero(value) -> float:
 
 
 def save_report_figure(fig, path: str | Path) -> Path:
-    """Write a figure as self-contained HTML (plotly.js embedded), atomically."""
-    with atomic_path(path) as tmp:
-        fig.write_html(str(tmp), include_plotlyjs=True, full_html=True)
+    """Write a figure, atomically: self-contained HTML (plotly.js embedded) or a PNG, by the
+    suffix (:func:`induction.plots.save_figure`); a PNG that cannot be made is refused in
+    one line, never written as HTML under a ``.png`` name."""
+    from induction.plots import save_figure
+
+    note = save_figure(fig, Path(path))
+    if note:
+        raise InputError(note)
     return Path(path)
 
 

@@ -8,6 +8,7 @@ raw results that :mod:`ablation.report` turns into the per-task table.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ablation.config import AblationMode, ControlsShape, MeanOver
 from ablation.engine import ENGINE_VERSION, Engine, ResultCache, ablation_key, fits
 from ablation.hooks import HeadAblation, tie_heads
 from ablation.report import task_key
@@ -33,6 +35,7 @@ from ablation.selection import (
 )
 from ablation.tasks.base import Task
 from induction.errors import InputError
+from induction.heads import head_label
 
 
 @dataclass
@@ -72,7 +75,7 @@ class RunResult:
     cached: int = 0  # results reused from the resume cache
 
 
-#: Head scores beyond the detector's (``induction.scores.SCORES``), by name: a function of
+#: Head scores beyond the detector's (``induction.score_names.SCORES``), by name: a function of
 #: the loaded model returning a table with ``layer``, ``head`` and the score column. Packages
 #: above this one register theirs (``induction.circuits.fv`` registers ``fv``), so ``--score fv``
 #: and
@@ -90,10 +93,11 @@ def compute_scores(
     progress: bool = False,
     cache_dir: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Detector scores per head (``induction.scores.induction_scores`` with its defaults, only
+    """Detector scores per head (``induction.scan.induction_scores`` with its defaults, only
     the column used for ranking). With ``cache_dir`` the scores are kept beside the result
     cache so a resumed run ranks heads identically without rescoring."""
-    from induction.scores import SCORES, induction_scores
+    from induction.scan import induction_scores
+    from induction.score_names import SCORES
 
     if score not in SCORES and score not in SCORE_PROVIDERS:
         hint = " (import induction.circuits.fv to register it)" if score == "fv" else ""
@@ -120,6 +124,37 @@ def compute_scores(
     if cached is not None:
         _write_cached_scores(df[[c for c in ("layer", "head", score) if c in df.columns]], cached)
     return df
+
+
+def check_score_table(scores: pd.DataFrame, score: str, n_layers: int, n_heads: int) -> None:
+    """A head-score table given by the caller names each head of the model once, inside its
+    shape, with a finite score: anything else would rank heads that do not exist, twice, or
+    by nothing."""
+    missing = [c for c in ("layer", "head", score) if c not in scores.columns]
+    if missing:
+        raise InputError(
+            f"the score table has no {', '.join(missing)} column; it needs layer, head, {score}"
+        )
+    try:
+        layer = pd.to_numeric(scores["layer"], errors="raise")
+        head = pd.to_numeric(scores["head"], errors="raise")
+        value = pd.to_numeric(scores[score], errors="raise")
+    except (ValueError, TypeError):
+        raise InputError(f"the score table's layer, head and {score} must be numbers") from None
+    pairs = pd.DataFrame({"l": layer, "h": head})
+    outside = pairs[(layer < 0) | (layer >= n_layers) | (head < 0) | (head >= n_heads)]
+    if len(outside):
+        name = head_label(int(outside.iloc[0]["l"]), int(outside.iloc[0]["h"]))
+        raise InputError(
+            f"the score table names head {name}, outside the model's {n_layers} layers x "
+            f"{n_heads} heads; score this model's heads"
+        )
+    twice = pairs[pairs.duplicated()]
+    if len(twice):
+        name = head_label(int(twice.iloc[0]["l"]), int(twice.iloc[0]["h"]))
+        raise InputError(f"the score table lists head {name} twice; once each")
+    if not value.map(math.isfinite).all():
+        raise InputError(f"the score table's {score} column holds NaN or infinite values")
 
 
 def _check_controls_possible(n_target: int, pool, info) -> None:
@@ -184,7 +219,7 @@ def plan_heads(
     tied: bool = False,
     scores: pd.DataFrame | None = None,
     cache_dir: str | Path | None = None,
-    controls_shape: str = "uniform",
+    controls_shape: ControlsShape = "uniform",
     band: int | None = None,
     log=None,
     exclude: tuple[str, float] | None = None,
@@ -220,6 +255,8 @@ def plan_heads(
             if log:
                 log(f"ranking {info.n_layers * info.n_heads} heads by {score} score")
             scores = compute_scores(loaded, score=score, cache_dir=cache_dir)
+        else:
+            check_score_table(scores, score, info.n_layers, info.n_heads)
         table = tied_scores(scores, unrolled) if tied else scores
         excluded: list = []
         if exclude is not None:
@@ -293,7 +330,9 @@ CODE_MODULES = (
     "ablation.metrics",
     "ablation.tasks",
     "induction.zoo.corpus",
-    "induction.scores",
+    "induction.scan",
+    "induction.passes",
+    "induction.stripe",
     "induction.prompts",
 )
 
@@ -318,8 +357,8 @@ def run_ablation(
     loaded,
     tasks: list[Task],
     plan: HeadPlan,
-    mode: str = "zero",
-    mean_over: str = "all",
+    mode: AblationMode = "zero",
+    mean_over: MeanOver = "all",
     engine: Engine | None = None,
     cache: ResultCache | None = None,
     progress: bool = True,

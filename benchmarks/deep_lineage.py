@@ -9,7 +9,7 @@ model, 10 of the 12 strongest induction heads descend from two ancestors in the 
 descendants; after two LIDAS stages (4 -> 8 -> 12,
 ``induction zoo train grown --grow-at 0.25,0.5 --steps 2200``) every one has three, so one
 ancestor's descendants can fill more of the top. For each model, with the public APIs
-(:func:`induction.scores.induction_scores`, :func:`lineage.trace`):
+(:func:`induction.scan.induction_scores`, :func:`lineage.trace`):
 
 - the heads >= 0.4 (induction heads), their distinct initial ancestors and the most strong
   heads any one ancestor has (the source's claim needs about 5);
@@ -53,7 +53,7 @@ def default_models() -> list[Path]:
 def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
     import lineage
     from induction import load_model
-    from induction.scores import induction_scores
+    from induction.scan import induction_scores
 
     loaded = load_model(str(folder), device="cpu")
     card = loaded.card or {}

@@ -25,7 +25,7 @@ of ``run_with_cache`` on one prompt).
 
 Run: ``python benchmarks/scan.py`` (``--help`` for models, batches, runs, device);
 ``--sweep-passes`` times the scan against tokens per forward pass instead, to re-tune
-``induction.scores.CPU_TOKENS_PER_PASS`` on another machine. Without a shipped zoo model it
+``induction.chunking.CPU_TOKENS_PER_PASS`` on another machine. Without a shipped zoo model it
 uses a randomly initialised model of the zoo's shape (timing does not depend on the weights)
 and says so.
 """
@@ -46,14 +46,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from induction.chunking import auto_chunk  # noqa: E402
+from induction.copying import copying_scores  # noqa: E402
 from induction.loading import gguf_checkpoint, load_model  # noqa: E402
 from induction.prompts import make_prompts  # noqa: E402
-from induction.scores import (  # noqa: E402
-    ATTENTION_SCORES,
-    auto_chunk,
-    copying_scores,
-    induction_scores,
-)
+from induction.scan import induction_scores  # noqa: E402
+from induction.score_names import ATTENTION_SCORES  # noqa: E402
 
 SWEEP_TOKENS = (128, 256, 512, 1024, 2048)  # tokens per pass tried by --sweep-passes
 

@@ -46,9 +46,18 @@ _lock = threading.Lock()
 
 
 def cache_root() -> Path:
-    """``$INDUCTION_CACHE`` or ``~/.cache/induction-workbench``."""
-    root = os.environ.get("INDUCTION_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "induction-workbench"
+    """``$INDUCTION_CACHE`` or ``~/.cache/induction-workbench``; a root that is a file or a
+    broken or looping symlink is refused in one line (every cache would fail under it)."""
+    from induction.errors import InputError
+
+    env = os.environ.get("INDUCTION_CACHE")
+    root = Path(env).expanduser() if env else Path.home() / ".cache" / "induction-workbench"
+    where = f"$INDUCTION_CACHE {root}" if env else f"the cache root {root}"
+    if root.is_symlink() and not root.exists():
+        raise InputError(f"{where} is a broken or looping symlink; point it at a folder")
+    if root.exists() and not root.is_dir():
+        raise InputError(f"{where} is a file, not a folder; point it at a folder")
+    return root
 
 
 def _stat_key(path: Path) -> list:

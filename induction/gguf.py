@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -89,15 +90,17 @@ def _dequantize(path: Path, dtype: torch.dtype, dest: Path) -> None:
             )
     except Exception as e:
         raise ModelLoadError(f"cannot dequantize {path}: {one_line(e)}") from None
-    model.to(dtype)
+    model.to(dtype)  # pyright: ignore[reportArgumentType]  (transformers types .to() for generation)
     model.config.architectures = [type(model).__name__]
     # The tensors are plain dequantized floats now; drop the GGUF quantizer marks, which make
     # save_pretrained refuse ("quantized with gguf and is not serializable").
-    model.hf_quantizer = None
-    model.is_quantized = False
-    model.quantization_method = None
+    marks: Any = model  # plain attributes, not submodules (nn.Module's __setattr__ types them)
+    marks.hf_quantizer = None
+    marks.is_quantized = False
+    marks.quantization_method = None
     if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
+        config: Any = model.config
+        del config.quantization_config
     model.save_pretrained(str(dest), safe_serialization=True)
     tok.save_pretrained(str(dest))
 
@@ -125,11 +128,11 @@ class _gguf_progress_quiet:
 
         import transformers.modeling_gguf_pytorch_utils as mod
 
-        self._mod, self._saved = mod, mod.tqdm
-        mod.tqdm = partial(mod.tqdm, disable=True)
+        self._mod, self._saved = mod, mod.tqdm  # pyright: ignore[reportPrivateImportUsage]
+        mod.tqdm = partial(mod.tqdm, disable=True)  # pyright: ignore
         return self
 
     def __exit__(self, *exc):
         if self._saved is not None:
-            self._mod.tqdm = self._saved
+            self._mod.tqdm = self._saved  # pyright: ignore[reportAttributeAccessIssue]
         return False

@@ -192,8 +192,16 @@ def _acquire(lock: Path, path: Path) -> int:
         except FileNotFoundError:  # the holder removed it between our open and lock
             same = False
         if same:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            try:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+            except OSError as e:  # a full disk: leave no stale lock behind
+                os.close(fd)
+                lock.unlink(missing_ok=True)
+                raise InputError(
+                    f"cannot write {path}: {e.strerror or e} in {lock.parent}; "
+                    "free some space or choose another output folder"
+                ) from None
             return fd
         os.close(fd)
 
@@ -354,7 +362,7 @@ def atomic_write(path: str | Path, write: Callable[[Any], None], mode: str = "w"
     """Call ``write(fileobj)`` on a temp file opened with ``mode``, then rename it to ``path``."""
     path = Path(path)
     with atomic_path(path) as tmp:
-        kwargs = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
+        kwargs: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
         with open(tmp, mode, **kwargs) as fh:
             write(fh)
             fh.flush()
@@ -441,6 +449,8 @@ def refuse_overwrite_input(out: str | Path | None, *inputs: str | Path | None) -
 
 #: Longest file name most file systems accept (bytes of one path component).
 NAME_MAX = 255
+#: The longest path the system takes (bytes, with the final NUL).
+PATH_MAX = 4096
 
 
 def check_output_path(
@@ -471,6 +481,12 @@ def check_output_path(
                 f"{flag_name}: the name {part[:24]}... is {len(os.fsencode(part))} bytes long; "
                 f"file names may have at most {NAME_MAX}; pass a shorter name"
             )
+    whole = len(os.fsencode(os.path.abspath(path)))
+    if whole >= PATH_MAX:
+        raise InputError(
+            f"{flag_name}: the path is {whole} bytes long; paths may have at most "
+            f"{PATH_MAX - 1}; pass a shorter path"
+        )
     if not folder:
         if path.is_dir():
             raise InputError(f"{flag_name} {path} is a folder; pass a file path")

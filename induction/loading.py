@@ -19,7 +19,9 @@ one-line message naming the fix.
 from __future__ import annotations
 
 import copy
+import math
 import os
+import re
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -200,13 +202,14 @@ def _load_model(
             )
         return _load_object(ms.obj, dev, torch_dtype, device_map, tokenizer)
     torch_dtype = torch_dtype or torch.float32
-    if ms.kind in ("packaged_gguf", "gguf_file"):
-        return _load_gguf(ms.path, dev, torch_dtype, device_map)
-    if ms.kind == "zoo":
-        return _load_folder(ms.path, ms.name, "zoo", dev, torch_dtype, device_map, False)
-    if ms.kind == "folder":
+    path = ms.path  # set for every kind but "object" and "hub" (resolve_spec)
+    if ms.kind in ("packaged_gguf", "gguf_file") and path is not None:
+        return _load_gguf(path, dev, torch_dtype, device_map)
+    if ms.kind == "zoo" and path is not None:
+        return _load_folder(path, ms.name, "zoo", dev, torch_dtype, device_map, False)
+    if ms.kind == "folder" and path is not None:
         return _load_folder(
-            ms.path, ms.name, "folder", dev, torch_dtype, device_map, trust_remote_code
+            path, ms.name, "folder", dev, torch_dtype, device_map, trust_remote_code
         )
     return _load_hub(ms.text, dev, torch_dtype, device_map, trust_remote_code, revision)
 
@@ -267,6 +270,8 @@ def _check_config(folder: Path, trust_remote_code: bool):
     raw = _read_json(cfg_path)
     if isinstance(raw, dict):
         _check_config_sizes(cfg_path, raw)  # before anything builds lists or layers from them
+        _check_config_values(cfg_path, raw)
+
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
@@ -347,7 +352,7 @@ def _check_config_sizes(cfg_path: Path, raw: dict) -> None:
         if key in DEPTH_KEYS:
             if layers and value > max(layers.values()):
                 held = max(layers.values())
-                prefix = max(layers, key=layers.get)
+                prefix = max(layers, key=lambda k: layers[k])
                 raise ModelLoadError(
                     f"{cfg_path}: {key} is {value}, but the weights hold {held} layer(s) "
                     f"({prefix}.0 to {prefix}.{held - 1}); set {key} to {held}, or put back "
@@ -384,6 +389,9 @@ def _weight_shapes(folder: Path) -> dict[str, tuple[int, ...]] | None:
 
 def _check_weights(folder: Path) -> None:
     check_safetensors(folder, ModelLoadError)
+    config = _read_json(folder / "config.json")
+    if not (isinstance(config, dict) and "quantization_config" in config):
+        _check_stored_dtypes(folder)
 
 
 WEIGHTS_INDEX = "model.safetensors.index.json"
@@ -489,7 +497,9 @@ def _from_pretrained(folder: Path, dtype, dev, device_map, trust_remote_code: bo
     if device_map is not None:
         kwargs["device_map"] = device_map
     try:
-        model, loading_info = AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+        model, loading_info = AutoModelForCausalLM.from_pretrained(  # pyright: ignore[reportGeneralTypeIssues]  (output_loading_info=True: a pair)
+            str(folder), **kwargs
+        )
     except Exception as e:
         raise ModelLoadError(f"cannot load the weights in {folder}: {one_line(e)}") from None
     bad = sorted(loading_info.get("missing_keys") or []) + sorted(
@@ -500,10 +510,76 @@ def _from_pretrained(folder: Path, dtype, dev, device_map, trust_remote_code: bo
             f"the weights in {folder} do not match its config.json: {len(bad)} tensor(s) "
             f"missing or misshaped (first: {bad[0]})"
         )
+    check_loaded_weights(model, folder, loading_info.get("unexpected_keys") or [])
     model.eval()
     if device_map is None:
         model.to(dev)
     return model
+
+
+_LAYER_KEY = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+
+
+def check_loaded_weights(model: Any, folder: Path, unexpected: list[str]) -> None:
+    """Refuse weights that would give numbers without meaning: a tensor of a layer beyond the
+    config's depth (the architecture would drop it silently), a weight that is not floating
+    point (an integer tensor cast to float), or a NaN or infinite value."""
+    n_layers = getattr(model.config, "num_hidden_layers", None)
+    beyond = [k for k in unexpected if (m := _LAYER_KEY.search(k)) and n_layers is not None
+              and int(m[1]) >= int(n_layers)]  # fmt: skip
+    if beyond:
+        raise ModelLoadError(
+            f"{folder} holds weights of layer(s) beyond its config's {n_layers} "
+            f"(first: {sorted(beyond)[0]}); fix num_hidden_layers or remove those tensors"
+        )
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if not tensor.is_floating_point():
+            continue
+        if not bool(torch.isfinite(tensor).all()):
+            what = "NaN" if bool(torch.isnan(tensor).any()) else "infinite"
+            raise ModelLoadError(
+                f"{folder}: weight {name} holds {what} values; the checkpoint is damaged "
+                "(or diverged in training): restore or re-save it"
+            )
+
+
+def _check_stored_dtypes(folder: Path) -> None:
+    """Weights stored as integers (without a quantization config) would be cast to floats
+    and used as if they were trained values; refuse them, reading only the headers."""
+    from safetensors import safe_open
+
+    try:
+        files = check_safetensors(folder, ModelLoadError)
+        stored = []
+        for path in sorted(set(files.values())):
+            with safe_open(str(path), framework="pt") as f:
+                stored += [(path, key, f.get_slice(key).get_dtype()) for key in f.keys()]
+    except Exception:  # damaged files: check_safetensors and the load report them
+        return
+    for path, key, dtype in stored:
+        if dtype.startswith(("I", "U", "BOOL")):
+            raise ModelLoadError(
+                f"{path}: weight {key} is stored as {dtype}, not floating point; "
+                "re-save the checkpoint with model.save_pretrained(folder)"
+            )
+
+
+#: config.json values that must be positive and finite (a zero or negative epsilon or RoPE
+#: base gives NaN or meaningless attention).
+POSITIVE_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "rope_theta")
+
+
+def _check_config_values(cfg_path: Path, raw: dict) -> None:
+    for key in POSITIVE_KEYS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or value <= 0:
+            raise ModelLoadError(
+                f"{cfg_path}: {key} is {value!r}; it must be a positive number "
+                "(restore the checkpoint's config.json)"
+            )
 
 
 def _place(model, dev: str | None, device_map):

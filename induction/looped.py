@@ -16,6 +16,7 @@ import copy
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from torch import nn
 
@@ -107,9 +108,10 @@ def _set_depth(model: nn.Module, modules: list[nn.Module]) -> None:
     layers._modules.clear()
     for i, m in enumerate(modules):
         layers.add_module(str(i), m)
-    model.config.num_hidden_layers = len(modules)
-    if isinstance(getattr(model.config, "layer_types", None), list):
-        model.config.layer_types = [model.config.layer_types[0]] * len(modules)
+    config: Any = model.config  # a transformers PretrainedConfig (nn.Module types it as a tensor)
+    config.num_hidden_layers = len(modules)
+    if isinstance(getattr(config, "layer_types", None), list):
+        config.layer_types = [config.layer_types[0]] * len(modules)
 
 
 def tie_layers(model: nn.Module, plan: LoopPlan) -> nn.Module:
@@ -142,7 +144,7 @@ def unroll(model: nn.Module, plan: LoopPlan) -> nn.Module:
     for i, layer in enumerate(_layers(model)):
         for module in layer.modules():
             if hasattr(module, "layer_idx"):
-                module.layer_idx = i
+                module.layer_idx = i  # pyright: ignore[reportArgumentType]  (an int attribute, not a submodule)
             if hasattr(module, "config") and isinstance(module.config, type(model.config)):
                 module.config = model.config
     return model

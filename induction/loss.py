@@ -38,7 +38,7 @@ def loss_summary(
     """
     first, rep = per_seed[:, 0].double(), per_seed[:, 1].double()
     drop = first - rep
-    out = {
+    out: dict[str, Any] = {
         "loss_first": float(first.mean()),
         "loss_repeat": float(rep.mean()),
         "loss_drop": float(drop.mean()),

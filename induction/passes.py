@@ -67,7 +67,7 @@ def run_passes(
             if stripe is not None:
                 stripe.rows = rows
             x = tokens[rows].to(device, non_blocking=True)
-            if want_loss:
+            if loss_rows is not None:
                 logits = bridge(x, return_type="logits")
                 loss_rows[rows, 0] = mean_nll(logits, x, first_pos)
                 loss_rows[rows, 1] = mean_nll(logits, x, rep_pos)

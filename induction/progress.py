@@ -49,9 +49,16 @@ def progress_mode(enabled: bool = True, stream: IO[str] | None = None) -> str:
     env = os.environ.get("INDUCTION_PROGRESS", "").strip().lower()
     if env in MODES:
         return env
+    if env:
+        from induction.errors import InputError
+
+        raise InputError(
+            f"INDUCTION_PROGRESS={env!r} is not a progress mode; set it to one of "
+            f"{', '.join(MODES)} or unset it"
+        )
     stream = stream if stream is not None else sys.stderr
     try:
-        if stream.isatty():
+        if stream is not None and stream.isatty():  # (no stderr under pythonw)
             return "bar"
     except (AttributeError, ValueError):
         pass

@@ -103,7 +103,8 @@ class Reloader:
             if ms.kind in ("zoo", "folder") and self.dtype in (None, "float32", "fp32"):
                 folder = ms.path
         sig = _signature(folder) if folder is not None else None
-        if sig is not None and sig == self._signature and self._loaded is not None:
+        same = sig is not None and sig == self._signature
+        if folder is not None and same and self._loaded is not None:
             try:
                 return self._swap(spec, folder)
             except ModelLoadError:
@@ -121,7 +122,8 @@ class Reloader:
 
         from induction.loading import LoadedModel, ModelInfo, _read_json
 
-        index = self._index
+        index, old = self._index, self._loaded
+        assert index is not None and old is not None  # set by the load this swap replaces
         with torch.no_grad():
             for f in _tensor_files(folder):
                 with safe_open(str(f), framework="pt") as fh:
@@ -131,7 +133,6 @@ class Reloader:
                             self._signature = None
                             raise ModelLoadError(f"cannot swap weights into {folder}: {key}")
                         target.copy_(fh.get_tensor(key))
-        old = self._loaded
         card = _read_json(folder / "card.json") if (folder / "card.json").is_file() else None
         ms = resolve_spec(spec)
         info = ModelInfo.from_bridge(

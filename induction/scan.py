@@ -66,6 +66,7 @@ from induction.score_names import (
     DEFAULT_SEEDS,
     INDUCTION_THRESHOLD,
     SCORES,
+    Convention,
     check_convention,
     check_rank_by,
     check_scores,
@@ -110,7 +111,7 @@ class ScanConfig:
     batch: int = 32
     seeds: int | Sequence[int] = DEFAULT_SEEDS
     scores: str | Sequence[str] = SCORES
-    convention: str = "stripe"
+    convention: Convention = "stripe"
     n_repeats: int = 2
     layers: Sequence[int] | None = None
     token_range: tuple[int, int] | None = None
@@ -142,7 +143,7 @@ class ScanResult:
     n_repeats: int = 2
     batch: int = 0
     seeds: tuple[int, ...] = ()
-    convention: str = "stripe"
+    convention: Convention = "stripe"
     token_range: tuple[int, int] = (0, 0)
     prefix_token: int | None = None
     prefix_kind: str = "bos"
@@ -359,7 +360,7 @@ def scan(
         batch=prompts.batch,
         seeds=tuple(prompts.seeds),
         convention=convention,
-        token_range=tuple(prompts.pool.token_range),
+        token_range=(prompts.pool.token_range[0], prompts.pool.token_range[1]),
         prefix_token=prompts.pool.prefix_token,
         prefix_kind=prompts.pool.prefix_kind,
         copying_tokens=min(copying_tokens, len(prompts.pool)) if "copying" in names else None,
@@ -443,4 +444,5 @@ def in_context_loss(
     with progress_reporter(progress) as bar:
         out = run_passes(target.bridge, prompts, (), "stripe", [], dev, chunk, True, bar)
     n_seeds = len(prompts.seeds)
+    assert out.loss is not None  # run_passes with want_loss=True
     return loss_summary(out.loss.reshape(n_seeds, prompts.batch, 2).mean(1), prompts.seeds)

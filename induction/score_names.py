@@ -7,6 +7,7 @@ Definitions of the attention scores are in :meth:`induction.prompts.PromptLayout
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, cast, get_args
 
 from induction.errors import InputError
 
@@ -14,10 +15,14 @@ from induction.errors import InputError
 #: (the one definition; ``induction.INDUCTION_THRESHOLD``, the scan, the CLI and the figures
 #: read it from here).
 INDUCTION_THRESHOLD = 0.4
-SCORES = ("induction", "prefix_matching", "duplicate_token", "previous_token", "copying")
+#: A detector score's name.
+ScoreName = Literal["induction", "prefix_matching", "duplicate_token", "previous_token", "copying"]
+SCORES: tuple[ScoreName, ...] = get_args(ScoreName)
 #: Scores read from attention patterns (the rest come from the weights).
 ATTENTION_SCORES = SCORES[:4]
-CONVENTIONS = ("stripe", "tl_mul")
+#: How attention scores are read: the workbench's stripe means, or TransformerLens's way.
+Convention = Literal["stripe", "tl_mul"]
+CONVENTIONS: tuple[Convention, ...] = get_args(Convention)
 #: Scores that ``convention="tl_mul"`` computes TransformerLens's way.
 TL_SCORES = ("induction", "duplicate_token", "previous_token")
 DEFAULT_SEEDS = (0, 1, 2)
@@ -36,10 +41,10 @@ def check_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(s for s in SCORES if s in names)
 
 
-def check_convention(convention: str) -> str:
+def check_convention(convention: str) -> Convention:
     if convention not in CONVENTIONS:
         raise InputError(f"unknown convention {convention!r}; choose stripe or tl_mul")
-    return convention
+    return cast(Convention, convention)
 
 
 def check_rank_by(rank_by: str | None, names: Sequence[str]) -> str:

@@ -94,9 +94,9 @@ class ModelSpec:
     @property
     def name(self) -> str:
         """Display name: the zoo/folder name, the .gguf stem, the hub name, the object's name."""
-        if self.kind in ("zoo", "folder"):
+        if self.kind in ("zoo", "folder") and self.path is not None:
             return self.path.resolve().name
-        if self.kind in ("packaged_gguf", "gguf_file"):
+        if self.kind in ("packaged_gguf", "gguf_file") and self.path is not None:
             return self.path.stem
         if self.kind == "object" and not is_loaded_model(self.obj):
             return Path(self.text).name or self.text

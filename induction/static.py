@@ -126,7 +126,7 @@ class _Renderer:
         self.figure.savefig(buf, format="png", facecolor="white")
         return buf.getvalue()
 
-    def _axis(self, name: str):
+    def _axis(self, name: str) -> Any:
         """The layout axis object of a trace reference (``x``, ``y2``)."""
         key = name[0] + "axis" + name[1:]
         return self.layout[key] if key in self.layout else None
@@ -474,7 +474,7 @@ class _Renderer:
 
     # ------------------------------------------------------------------ layout
 
-    def _target(self, xref: str | None, yref: str | None):
+    def _target(self, xref: str | None, yref: str | None) -> tuple[Any, Any]:
         """The axes a shape or annotation refers to, or None when it is on the paper."""
         xname = (xref or "x").split(" ")[0]
         yname = (yref or "y").split(" ")[0]
@@ -793,7 +793,7 @@ def _errors(spec, values):
     return np.nan_to_num(np.vstack([below, above]))
 
 
-def _color(value):
+def _color(value: Any) -> Any:
     """A plotly colour (``#hex``, ``rgb()``, ``rgba()``, ``hsl()``, a CSS name) for matplotlib."""
     if value is None or not isinstance(value, str):
         return value

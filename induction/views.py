@@ -21,7 +21,7 @@ is prefixed by its position, so repeated tokens stay distinct axis categories.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from induction.errors import InputError
 from induction.heads import head_label, parse_heads
@@ -47,7 +47,7 @@ def token_label(tokenizer: Any, token_id: int) -> str:
     text = ""
     if tokenizer is not None:
         try:
-            text = tokenizer.decode([int(token_id)])
+            text = str(tokenizer.decode([int(token_id)]))
         except Exception:  # a tokenizer that cannot decode one id: use the raw entry
             text = ""
     if text and "\ufffd" not in text:
@@ -150,7 +150,7 @@ def show_patterns(
     *,
     seq_len: int | None = None,
     seed: int = 0,
-    layout: str = "dropdown",
+    layout: Literal["dropdown", "grid"] = "dropdown",
     mark_stripe: bool = True,
     title: str | None = None,
 ):
@@ -223,7 +223,7 @@ def _traces(pat, labels, cells, name: str, show_scale: bool, show_legend: bool):
         name=name,
         hovertemplate="query %{y}<br>key %{x}<br>attention %{z:.3f}<extra>" + name + "</extra>",
     )
-    out = [heat]
+    out: list[Any] = [heat]
     if cells:
         qs, ks = zip(*cells)
         out.append(
@@ -289,7 +289,7 @@ _LEGEND = {
 def _dropdown(panels, labels, cells, title: str):
     import plotly.graph_objects as go
 
-    fig = go.Figure()
+    fig: Any = go.Figure()
     spans = []
     for i, (_lay, _h, pat, sub) in enumerate(panels):
         start = len(fig.data)

@@ -109,7 +109,7 @@ class TraceConfig:
 
     ``scores`` / ``initial_scores`` are tables (DataFrame or file) with ``layer``, ``head`` and
     ``score`` columns; without ``scores`` the model is scanned now
-    (:func:`induction.scores.induction_scores`), and ``initial`` (a model spec) is scanned for
+    (:func:`induction.scan.induction_scores`), and ``initial`` (a model spec) is scanned for
     the ancestor stage's scores. ``infer`` takes the lineage from weight similarity
     (:mod:`lineage.infer`) and, when the model has a log, reports the agreement. ``out`` writes
     the per-head ancestry table with scores; ``export`` writes the graph (suffix picks the
@@ -415,7 +415,7 @@ def _read_scores(value: Any, what: str):
 
 
 def _scan(loaded, cfg: TraceConfig):
-    from induction.scores import induction_scores
+    from induction.scan import induction_scores
 
     return induction_scores(
         loaded, scores=cfg.score, seeds=cfg.seeds, batch=cfg.batch, progress=cfg.progress

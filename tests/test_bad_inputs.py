@@ -127,6 +127,31 @@ def _replace(name: str, file: str, data: str | bytes | None):
     return make
 
 
+def _tensors(name: str, change: Callable[[dict], object]):
+    """Model copy whose ``model.safetensors`` tensors ``change`` edits in place."""
+
+    def make(env):
+        from safetensors.torch import load_file, save_file
+
+        path = env.model(name) / "model.safetensors"
+        tensors = load_file(str(path))
+        change(tensors)
+        save_file(tensors, str(path), metadata={"format": "pt"})
+
+    return make
+
+
+def _fill(key: str, value: float):
+    def change(t):
+        t[key] = t[key].clone().fill_(value)
+
+    return change
+
+
+def _first_weight(t: dict) -> str:
+    return sorted(k for k in t if k.endswith("q_proj.weight"))[0]
+
+
 def _truncate(name: str, keep: float = 0.5):
     def make(env):
         path = env.model(name) / "model.safetensors"
@@ -730,6 +755,87 @@ CASES: list[Case] = [
             ("vocab_huge", "vocab_size", 10**9, "larger than any tensor"),
         ]
     ],  # fmt: skip
+    # LD: weights and config values that would give numbers without meaning (round 3)
+    C(
+        "LD_nan",
+        SHOW,
+        _tensors("good", lambda t: _fill(_first_weight(t), float("nan"))(t)),
+        "q_proj.weight",
+        "NaN",
+    ),  # fmt: skip
+    C(
+        "LD_inf",
+        SHOW,
+        _tensors("good", lambda t: _fill(_first_weight(t), float("inf"))(t)),
+        "q_proj.weight",
+        "infinite",
+    ),  # fmt: skip
+    C(
+        "LD_int32",
+        SHOW,
+        _tensors(
+            "good",
+            lambda t: t.update(
+                {_first_weight(t): t[_first_weight(t)].round().to(__import__("torch").int32)}
+            ),
+        ),
+        "q_proj.weight",
+        "I32",
+        "floating point",
+    ),  # fmt: skip
+    C(
+        "LD_extra_tensor",
+        SHOW,
+        _tensors(
+            "good",
+            lambda t: t.update(
+                {"model.layers.99.self_attn.q_proj.weight": t[_first_weight(t)].clone()}
+            ),
+        ),
+        "model.layers.99",
+        "num_hidden_layers",
+    ),  # fmt: skip
+    C("LD_eps_neg", SHOW, _config(rms_norm_eps=-1), "rms_norm_eps", "positive"),
+    C("LD_rope0", SHOW, _config(rope_theta=0), "rope_theta", "positive"),
+    # SH: show's heads and output paths (round 3)
+    C("SH03", "show {good} --heads L0H1,L0H1 --out {d}/v.html", None, "L0H1", "named twice"),
+    C("SH14", f"show {{good}} --heads L0H0 --out {{d}}/{'a' * 300}.html", None, "pass a shorter"),
+    C(
+        "SH19",
+        f"show {{good}} --heads L0H0 --out {{d}}/{'/'.join(['d' * 200] * 25)}/v.html",
+        None,
+        "pass a shorter path",
+    ),  # fmt: skip
+    *[
+        C(
+            f"PM_{n}",
+            f"{cmd} --out {{d}}/{'/'.join(['d' * 200] * 25)}/{name}",
+            None,
+            "pass a shorter path",
+        )  # fmt: skip
+        for n, (cmd, name) in enumerate(
+            [
+                (f"{ABL} --task lookup", "r.csv"),
+                ("effects {good} --no-atp --batch 2", "e.csv"),
+                ("depth {good}", "d.html"),
+                (SCAN, "s.csv"),
+                ("grow {good}", "g"),
+                ("lineage {grown}", "l.json"),
+                ("zoo train dense --steps 5", "z"),
+                ("sweep {good}", "ds"),
+            ]
+        )
+    ],
+    # SW: sweep settings every model would refuse, refused before the dataset exists
+    C("SW04", "sweep {good} --out {d}/ds --seq-len 0", None, "--seq-len", ">= 2"),
+    C("SW22", "sweep {good} --out {d}/ds --seeds 100000", None, "too many"),
+    C("SW07", "sweep {good} --revisions main --out {d}/ds", None, "local path"),
+    # ZT/GR: training and growth values beyond what the run can hold (round 3)
+    C("ZT01", "zoo train lidas8 --steps 5 --seed -1 --out {d}/o", None, "--seed", "0..4294967295"),
+    C("ZT02", f"zoo train lidas8 --steps 5 --seed {2**76} --out {{d}}/o", None, "--seed"),
+    C("ZT03", "zoo train lidas8 --steps 5 --threads 100000 --out {d}/o", None, "CPU cores"),
+    C("ZK6", "zoo train --resume {d}/o --steps 5", None, "--resume", "drop --steps"),
+    C("GR10", f"grow {{good}} --out {{d}}/g --step {10**23}", None, "--step must be in"),
     # ZT: zoo train --steps beyond any run (round 3)
     C("ZT15", "zoo train lidas8 --steps 1e20 --out {d}/o", None, "--steps", "10,000,000"),
     C("ZT15_digits", f"zoo train dense --steps {10**20} --out {{d}}/o", None, "10,000,000"),
@@ -888,7 +994,7 @@ def test_bad_input(case: Case, tmp_path, tiny_llama_dir, one_line_error):
 
 
 def test_py23_result_writers_refuse_the_run_inputs(tmp_path, tiny_llama_dir):
-    """PY23: ``AblationResult.save``/``.plot`` over a file the run read (the model's
+    """PY23, PY36: ``AblationResult.save``/``.plot`` over a file the run read (the model's
     ``config.json``, its folder, the task file) raise one-line InputError, as the CLI refuses
     them, and change nothing; elsewhere they write."""
     from ablation import AblationConfig, ablate
@@ -913,6 +1019,16 @@ def test_py23_result_writers_refuse_the_run_inputs(tmp_path, tiny_llama_dir):
     assert _snapshot(tmp_path) == before
     result.save(tmp_path / "report.csv")
     assert (tmp_path / "report.csv").is_file()
+    # PY36: a .png is a PNG (or a one-line refusal when none can be made), never HTML
+    png = tmp_path / "report.png"
+    try:
+        result.plot(png)
+    except InputError as e:
+        assert "\n" not in str(e) and not png.exists()
+    else:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(InputError, match="use a .html or .png"):
+        result.plot(tmp_path / "report.svg")
 
 
 # --------------------------------------------------------------------------- caches (C)
@@ -979,3 +1095,63 @@ def test_scan_results_on_stdout_diagnostics_on_stderr(tiny_llama_dir, tmp_path):
     assert result.exit_code == 0, result.output
     assert "Top" in result.stdout and "wrote" not in result.stdout
     assert f"wrote {out}" in result.stderr
+
+
+def test_sw05_a_sweep_where_every_model_fails_leaves_no_dataset(tmp_path, tiny_llama_dir):
+    """SW05: a limit of the model itself (its context) fails each model, with a line each and
+    exit 1, and the dataset folder the run would have made is not left behind empty."""
+    env = Env(tmp_path, tiny_llama_dir)
+    out = tmp_path / "ds"
+    result = runner.invoke(app, ["sweep", str(env.model("good")), "--out", str(out),
+                                 "--seq-len", "100000", "--seeds", "1"])  # fmt: skip
+    assert result.exit_code == 1 and "does not fit the model's context" in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "cid, var, make, fragment",
+    [
+        ("CA01", "INDUCTION_CACHE", lambda d: "/etc/passwd", "is a file, not a folder"),
+        ("CA02", "INDUCTION_CACHE", lambda d: _looping_link(d), "broken or looping symlink"),
+        ("EN07", "INDUCTION_PROGRESS", lambda d: "bogus", "not a progress mode"),
+    ],
+)
+def test_bad_environment_values_are_refused_in_one_line(
+    cid, var, make, fragment, tmp_path, monkeypatch, one_line_error
+):
+    monkeypatch.setenv(var, make(tmp_path))
+    args = ["cache"] if var == "INDUCTION_CACHE" else ["scan", "grown", "--seeds", "1"]
+    before = _snapshot(tmp_path)
+    one_line_error(runner.invoke(app, args), fragment)
+    assert _snapshot(tmp_path) == before
+
+
+def _looping_link(d: Path) -> str:
+    (d / "a").symlink_to(d / "b")
+    (d / "b").symlink_to(d / "a")
+    return str(d / "a")
+
+
+def test_py13_py19_heads_and_score_tables_from_python_are_checked(tmp_path, tiny_llama_dir):
+    """PY13: ``heads=[(99, 0)]`` and PY19: a score table naming layer 99 (or a head twice,
+    or NaN scores) raise one-line InputError before any forward pass."""
+    import pandas as pd
+
+    from ablation.run import plan_heads
+    from induction.errors import InputError
+    from induction.loading import load_model
+
+    loaded = load_model(tiny_llama_dir)
+    with pytest.raises(InputError, match="L99H0 is out of range"):
+        plan_heads(loaded, heads=[(99, 0)], n_controls=1)
+    good = pd.DataFrame([{"layer": la, "head": h, "induction": la + h / 10}
+                         for la in range(2) for h in range(4)])  # fmt: skip
+    assert len(plan_heads(loaded, frac=0.25, scores=good, n_controls=1).target) == 2
+    for table, message in [
+        (pd.concat([good, good.head(1).assign(layer=99)]), "L99H0, outside the model"),
+        (pd.concat([good, good.head(1)]), "lists head L0H0 twice"),
+        (good.assign(induction=float("nan")), "NaN or infinite"),
+        (good.drop(columns="head"), "no head column"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            plan_heads(loaded, frac=0.25, scores=table, n_controls=1)

@@ -37,6 +37,8 @@ import torch
 from induction.circuits.patching import (
     Clean,
     Head,
+    PatchMode,
+    Reference,
     Replacement,
     View,
     check_mode,
@@ -225,8 +227,8 @@ class EffectsResult:
     """Per-head effect of ablating each head alone on the in-context loss, and AtP."""
 
     model: str
-    mode: str
-    reference: str
+    mode: PatchMode
+    reference: Reference
     clean_loss: float
     effect: torch.Tensor  # [L, H]: mean ablated loss - clean loss
     effect_se: torch.Tensor  # [L, H]: standard error over prompts
@@ -353,8 +355,8 @@ class EffectsConfig:
             periodic lines in a log); ``induction effects`` turns it on.
     """
 
-    mode: str = "zero"
-    reference: str = "task"
+    mode: PatchMode = "zero"
+    reference: Reference = "task"
     seq_len: int | None = None
     batch: int = 8
     seeds: Any = 1
@@ -409,7 +411,7 @@ def run(
             advance()
     table = None
     if cfg.scores:
-        from induction.scores import induction_scores
+        from induction.scan import induction_scores
 
         table = induction_scores(
             s.loaded,

@@ -39,6 +39,8 @@ import torch
 from induction.circuits.effects import Setup, setup
 from induction.circuits.patching import (
     Clean,
+    PatchMode,
+    Reference,
     Replacement,
     check_mode,
     chunks_by_layer,
@@ -329,8 +331,8 @@ class CircuitsConfig:
     seq_len: int | None = None
     batch: int = 8
     seeds: Any = 1
-    mode: str = "zero"
-    reference: str = "task"
+    mode: PatchMode = "zero"
+    reference: Reference = "task"
     key_path: bool = True
     max_rows: int = 256
     lineage: bool = True
@@ -361,7 +363,7 @@ def find_circuits(
 
     from induction.composition import composition_scores, head_weights, random_baseline
     from induction.progress import progress as progress_reporter
-    from induction.scores import induction_scores
+    from induction.scan import induction_scores
 
     cfg = job_config(CircuitsConfig, config, overrides, "circuits")
     s = setup(model, seq_len=cfg.seq_len, batch=cfg.batch, seeds=cfg.seeds)

@@ -31,15 +31,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
 
 from induction.errors import InputError
 from induction.heads import Head
 
-MODES = ("zero", "mean", "resample")
-REFERENCES = ("random", "task")
+#: How a head is silenced: zeroed, set to its mean, or resampled from another prompt.
+PatchMode = Literal["zero", "mean", "resample"]
+#: Which prompts a mean or resample comes from: random tokens, or the task's own prompts.
+Reference = Literal["random", "task"]
+MODES: tuple[PatchMode, ...] = get_args(PatchMode)
+REFERENCES: tuple[Reference, ...] = get_args(Reference)
 
 
 def check_mode(mode: str, reference: str) -> None:

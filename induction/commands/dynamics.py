@@ -119,6 +119,10 @@ def timeline(
         float | None, typer.Option("--threshold", help="Formation threshold (default 0.4).")
     ] = None,
     top: Annotated[int, typer.Option("--top", help="Heads drawn (the strongest at the end).")] = 8,
+    settings: Annotated[
+        str | None,
+        typer.Option("--settings", help="Sweep settings hash, when the dataset holds several."),
+    ] = None,
 ) -> None:
     """Per-head formation steps, growth events and the in-context loss over training."""
     from induction import INDUCTION_THRESHOLD
@@ -146,6 +150,7 @@ def timeline(
         model=model,
         score=score,
         threshold=INDUCTION_THRESHOLD if threshold is None else threshold,
+        settings=settings,
     )
     with phase(f"drawing {out}"):
         note = save_figure(tl.figure(top=top), out)

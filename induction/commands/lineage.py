@@ -21,6 +21,10 @@ from induction.commands.options import (
 from induction.errors import InputError, LineageError
 from lineage.summary import INDUCTION_THRESHOLD
 
+#: The largest training step a duplication log records (far beyond any run; it keeps steps
+#: inside the int64 of the sweep dataset).
+MAX_STEP = 10**12
+
 
 def lineage(
     model: ModelArg = DEFAULT_MODEL,
@@ -209,6 +213,8 @@ def grow(
     ] = False,
 ) -> None:
     """Grow a checkpoint by a MIDAS/LIDAS step, LLaMA-Pro expansion or a mergekit config."""
+    if step is not None and not 0 <= step <= MAX_STEP:
+        raise InputError(f"--step must be in 0..{MAX_STEP:,}, got {step}")
     from induction.io import check_output_path, check_outputs, wrote
     from induction.specs import model_inputs
     from lineage.checkpoint import grow_checkpoint, read_checkpoint

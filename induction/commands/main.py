@@ -12,6 +12,7 @@ raised, so a broken command is never silently missing.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import json
@@ -72,8 +73,35 @@ class _Group(TyperGroup):
             return super().invoke(ctx)
         except WorkbenchError as e:
             _fail(str(e) or type(e).__name__)
+        except OSError as e:
+            if e.errno not in _USER_FIXABLE:  # a bug keeps its traceback
+                raise
+            _fail(_os_message(e))
         except UsageError as e:  # bad option value, unknown option, missing argument
             _fail(_usage_message(e))
+
+
+#: OS errors the user fixes in their environment (space, names, permissions), not bugs.
+_USER_FIXABLE = {
+    errno.ENOSPC: "free some space or choose another output folder",
+    errno.EDQUOT: "free some space or choose another output folder",
+    errno.ENAMETOOLONG: "pass a shorter path",
+    errno.EROFS: "choose a writable output folder",
+    errno.EACCES: "choose a path you may read or write",
+    errno.ENOTDIR: "a part of the path is a file or a dangling link; choose another path",
+    errno.ELOOP: "a symlink in the path loops; choose another path",
+    errno.EISDIR: "a folder stands where a file belongs; move it away or choose another path",
+}
+
+
+def _os_message(e: OSError) -> str:
+    where = e.filename if e.filename is not None else ""
+    if isinstance(where, bytes):
+        where = where.decode(errors="replace")
+    if len(str(where)) > 120:
+        where = f"{str(where)[:60]}...{str(where)[-40:]}"
+    what = f"cannot use {where}: " if where else ""
+    return f"{what}{e.strerror or type(e).__name__}; {_USER_FIXABLE[e.errno]}"
 
 
 def _fail(message: str) -> NoReturn:

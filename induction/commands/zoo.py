@@ -58,8 +58,20 @@ def train_command(
 
     if threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
+    cores = os.cpu_count() or 1
+    if threads > cores:
+        raise InputError(f"--threads {threads} exceeds this machine's {cores} CPU cores; "
+                         f"use --threads {cores} or fewer")  # fmt: skip
+    if not 0 <= seed < 2**32:
+        raise InputError(f"--seed must be in 0..{2**32 - 1}, got {seed}")
     steps = _steps(steps)
     if resume is not None:
+        given = [f for f, v in (("--steps", steps), ("--out", out), ("--grow-at", grow_at),
+                                ("--seed", seed or None)) if v is not None]  # fmt: skip
+        if given:
+            raise InputError(
+                f"--resume continues {resume} with its own settings; drop {', '.join(given)}"
+            )
         return _resume(family, resume)
     if family is None:
         raise InputError("name a zoo family (or --resume a run folder)")

@@ -53,6 +53,8 @@ CODE = (
     "induction.dynamics.sweep",
 )
 _STEP = re.compile(r"^step-(\d+)(-pre)?$")
+#: The largest step a checkpoint name may carry (keeps steps inside the dataset's int64).
+MAX_STEP = 10**12
 _REV_STEP = re.compile(r"(\d+)$")
 
 
@@ -94,6 +96,27 @@ class SweepSettings:
     ablate_controls: int = 5
     device: str = field(default="auto", compare=False)
     dtype: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        """Settings every model would refuse are refused once, before the dataset exists (the
+        limits of one model, its context length, are checked per model)."""
+        from induction.prompts import MIN_SEQ_LEN, normalize_seeds
+        from induction.score_names import check_convention, check_scores
+
+        check_scores(self.scores)
+        check_convention(self.convention)
+        normalize_seeds(self.seeds)
+        for name, value, least in (("--batch", self.batch, 1), ("--n-repeats", self.n_repeats, 2),
+                                   ("--ablate-controls", self.ablate_controls, 1)):  # fmt: skip
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
+        seq = self.seq_len
+        if seq is not None and (
+            isinstance(seq, bool) or not isinstance(seq, int) or seq < MIN_SEQ_LEN
+        ):
+            raise InputError(f"--seq-len must be an integer >= {MIN_SEQ_LEN}, got {seq!r}")
+        if not 0 < self.ablate_frac <= 1:
+            raise InputError(f"--ablate-frac must be in (0, 1], got {self.ablate_frac}")
 
     def hash(self) -> str:
         """12 hex digits over the settings (not device or dtype) and the scoring code."""
@@ -154,6 +177,11 @@ def discover(sources: Sequence[str], revisions: Sequence[str] | None = None) -> 
         if len(sources) != 1:
             raise InputError("--revisions applies to one hub model; pass exactly one spec")
         spec = str(sources[0])
+        if Path(spec).expanduser().exists():
+            raise InputError(
+                f"--revisions applies to a hub model, and {spec} is a local path; sweep its "
+                "checkpoints by passing the run folder without --revisions"
+            )
         return [
             SweepItem(spec, rev, spec, rev, _step_of_revision(rev))
             for rev in dict.fromkeys(revisions)
@@ -164,6 +192,8 @@ def discover(sources: Sequence[str], revisions: Sequence[str] | None = None) -> 
         if not text:
             raise InputError("empty model spec in the sweep's sources")
         path = Path(text).expanduser()
+        if path.exists():  # DIR and DIR/ are one model, not two series
+            text = os.path.normpath(text)
         if path.is_dir() and (path / "checkpoints").is_dir():
             items += _run_items(path, text)
         else:
@@ -191,10 +221,20 @@ def _run_items(run: Path, text: str) -> list[SweepItem]:
     """A fixed-protocol run folder: checkpoints by (step, pre before post), then the final
     model when the run finished (its card.json is written last)."""
     found = []
+    seen: dict[tuple[int, int], Path] = {}
     for sub in (run / "checkpoints").iterdir():
         m = _STEP.match(sub.name)
         if m and sub.is_dir() and (sub / "config.json").is_file():
-            found.append((int(m.group(1)), 0 if m.group(2) else 1, sub))
+            step, post = int(m.group(1)), 0 if m.group(2) else 1
+            if step > MAX_STEP:
+                raise InputError(f"{sub} names step {step}, beyond any run (at most {MAX_STEP:,})")
+            if (step, post) in seen:
+                raise InputError(
+                    f"{seen[(step, post)].name} and {sub.name} in {run / 'checkpoints'} are both "
+                    f"step {step}; keep one"
+                )
+            seen[(step, post)] = sub
+            found.append((step, post, sub))
     name = run.resolve().name
     items = [
         SweepItem(name, sub.name, os.path.join(text, "checkpoints", sub.name), None, step)
@@ -205,6 +245,12 @@ def _run_items(run: Path, text: str) -> list[SweepItem]:
 
         card = read_json(run / "card.json", "card")
         step = card.get("steps") if isinstance(card, dict) else None
+        last = max((s for s, _, _ in found), default=0)
+        if isinstance(step, int) and not last <= step <= MAX_STEP:
+            raise InputError(
+                f"{run / 'card.json'} says the run took {step} steps, but its checkpoints go to "
+                f"step {last}; restore the card"
+            )
         items.append(SweepItem(name, "final", text, None, step if isinstance(step, int) else None))
     if not items:
         raise InputError(f"{run} has no finished checkpoints (checkpoints/step-N with config.json)")
@@ -387,6 +433,7 @@ def sweep(
     report = SweepReport(out=out, items=len(items))
     start = time.perf_counter()
     shash = settings.hash()
+    created = not out.exists()
     with claim_output(out):
         out.mkdir(parents=True, exist_ok=True)
         have: dict[tuple[str, str], Path] = {}
@@ -435,6 +482,8 @@ def sweep(
                     report.computed += 1
                     del table, outcome
                 advance()
+        if created and not any(out.iterdir()):  # every model failed: leave nothing behind
+            out.rmdir()
     report.seconds = time.perf_counter() - start
     return report
 

@@ -179,10 +179,12 @@ def build_timeline(
     score: str = "induction",
     threshold: float = INDUCTION_THRESHOLD,
     duplication_log: Any = None,
+    settings: str | None = None,
 ) -> Timeline:
     """The :class:`Timeline` of ``model`` (default: the dataset's only model) from sweep rows
     (:func:`induction.dynamics.dataset.read_dataset`). ``duplication_log`` (a
-    :class:`lineage.log.DuplicationLog`) overrides the final checkpoint's log."""
+    :class:`lineage.log.DuplicationLog`) overrides the final checkpoint's log. ``settings``
+    picks one sweep's rows (its settings hash) when the dataset holds several."""
     import pandas as pd
 
     models = sorted(rows["model"].dropna().unique())
@@ -196,10 +198,17 @@ def build_timeline(
     if model not in models:
         raise InputError(f"no model {model!r} in the dataset; it has {', '.join(models[:8])}")
     rows = rows[rows["model"] == model]
+    rows = _one_settings(rows, model, settings)
     scores = rows[rows["score"] == score]
     if scores.empty:
         have = sorted(rows["score"].unique())
         raise InputError(f"{model} has no {score!r} rows; scored: {', '.join(have)}")
+    if scores["layer"].isna().any():
+        per_head = sorted(rows.loc[rows["layer"].notna(), "score"].unique())
+        raise InputError(
+            f"--score {score} is a model-level value (no heads to follow); use a head score: "
+            f"{', '.join(per_head)} (the loss curve is drawn in every timeline)"
+        )
     order = checkpoint_order(rows)
     final = order.iloc[-1]
     growth = growth_steps(order)
@@ -279,6 +288,30 @@ def build_timeline(
     loss = loss.sort_values("position")[["checkpoint", "step", "score", "value", "std"]]
     hint = _single_checkpoint_hint(rows, final) if len(order) == 1 else None
     return Timeline(model, score, threshold, order, series, formed, loss, growth, hint)
+
+
+def _one_settings(rows: pd.DataFrame, model: str, settings: str | None) -> pd.DataFrame:
+    """The rows of one sweep's settings: ``settings`` (a hash or its prefix), else the only
+    ones; a dataset swept twice with different settings holds both, and mixing them would
+    put two values at each checkpoint."""
+    if "settings_hash" not in rows.columns:  # rows built by hand, not read from a dataset
+        return rows
+    have = sorted(rows["settings_hash"].dropna().unique())
+    if settings is not None:
+        chosen = [h for h in have if h.startswith(settings)]
+        if len(chosen) != 1:
+            raise InputError(
+                f"--settings {settings} matches {len(chosen)} of {model}'s sweep settings "
+                f"({', '.join(have)}); pass one of them"
+            )
+        return rows[rows["settings_hash"] == chosen[0]]
+    if len(have) > 1:
+        counts = rows.groupby("settings_hash")["checkpoint"].nunique()
+        listed = ", ".join(f"{h} ({counts[h]} checkpoints)" for h in have)
+        raise InputError(
+            f"{model} was swept with {len(have)} settings ({listed}); pick one with --settings"
+        )
+    return rows
 
 
 def _single_checkpoint_hint(rows, final) -> str:

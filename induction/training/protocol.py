@@ -34,15 +34,16 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from induction.errors import InputError
+from induction.errors import InputError, one_line
 from induction.layers import decoder_layers
 from induction.looped import LoopPlan, tie_layers, untie_to_stored
 from induction.training.model import build_model, induction_head_scores, matmul_flops_per_token
@@ -142,8 +143,23 @@ class FixedTrainConfig:
 
     @classmethod
     def from_json(cls, data: dict) -> FixedTrainConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        """The config a run folder recorded; a value of the wrong type (an edited or damaged
+        ``train_config.json``) is refused in one line rather than failing mid-training."""
+        known = {f.name: f for f in fields(cls)}
+        for name, value in data.items():
+            f = known.get(name)
+            default = f.default if f is not None else MISSING
+            kind = type(default)
+            if default is MISSING or default is None or kind not in (int, float, str, bool):
+                continue
+            ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+            ok = ok or (kind is float and isinstance(value, int) and not isinstance(value, bool))
+            if not ok:
+                raise InputError(
+                    f"{TRAIN_CONFIG}: {name} is {value!r}, not a {kind.__name__}; restore the "
+                    "run's training config"
+                )
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 #: The second zoo's data (docs/zoo.md, "The second zoo"): the first zoo's copy-heavy warm-up for
@@ -662,16 +678,31 @@ def _resume_point(out: Path) -> Path:
     found = []
     for pattern in (f"step-*/{TRAIN_STATE}", f"state-*/{TRAIN_STATE}"):
         for state in (out / CHECKPOINTS).glob(pattern):
-            parts = state.parent.name.split("-")
-            found.append((int(parts[1]), len(parts) == 2, state.parent))
+            step = _checkpoint_step(state.parent.name)
+            if step is not None:  # a stray folder (``step-notes``) is not a checkpoint
+                found.append((step, not state.parent.name.endswith("-pre"), state.parent))
     if not found:
         raise InputError(f"{out} has no checkpoint to resume from")
     return max(found)[2]
 
 
+_CHECKPOINT_NAME = re.compile(r"^(?:step|state)-(\d+)(?:-pre)?$")
+
+
+def _checkpoint_step(name: str) -> int | None:
+    m = _CHECKPOINT_NAME.match(name)
+    return int(m.group(1)) if m else None
+
+
 def _resume(cfg: FixedTrainConfig, out: Path):
     folder = _resume_point(out)
-    state = torch.load(folder / TRAIN_STATE, weights_only=True)
+    try:
+        state = torch.load(folder / TRAIN_STATE, weights_only=True)
+    except Exception as e:  # truncated, damaged, or a pickle that weights_only refuses
+        raise InputError(
+            f"{folder / TRAIN_STATE} cannot be read ({one_line(e)}); the run cannot resume "
+            "from it: delete that checkpoint to resume from an earlier one, or train afresh"
+        ) from None
     log = DuplicationLog.from_json(state["log"]) if state["log"] is not None else None
     plan = None
     if cfg.family == "looped":
@@ -688,13 +719,22 @@ def _resume(cfg: FixedTrainConfig, out: Path):
     st = _State(**state["counters"])
     # forget what happened after the resume point: later checkpoints, log lines, temp folders
     for path in (out / CHECKPOINTS).iterdir():
-        parts = path.name.split("-")
-        if path.name.startswith(".") or (len(parts) >= 2 and int(parts[1]) > st.step):
+        step = _checkpoint_step(path.name)
+        if path.name.startswith(".") or (step is not None and step > st.step):
             shutil.rmtree(path)
     log_path = out / TRAIN_LOG
-    rows = [r for r in log_path.read_text().splitlines() if json.loads(r)["step"] <= st.step]
+    rows = [r for r in log_path.read_text().splitlines() if _logged_step(r) <= st.step]
     log_path.write_text("".join(r + "\n" for r in rows))
     return model, opt, log, plan, st
+
+
+def _logged_step(line: str) -> float:
+    """The step of a log line; a torn line (what SIGKILL leaves mid-write) is dropped."""
+    try:
+        step = json.loads(line)["step"]
+    except (ValueError, KeyError, TypeError):
+        return math.inf
+    return step if isinstance(step, int) else math.inf
 
 
 def _write_final(out: Path, model, card: dict, log, plan) -> None:

@@ -46,7 +46,8 @@ def _sort_key(name: str) -> tuple[str, int]:
 
 
 def is_zoo_name(spec: str) -> bool:
-    return spec in FAMILIES or bool(_NAME.match(spec) and _NAME.match(spec)["family"] in FAMILIES)
+    m = _NAME.match(spec)
+    return spec in FAMILIES or bool(m and m["family"] in FAMILIES)
 
 
 def zoo_path(name: str) -> Path:

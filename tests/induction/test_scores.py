@@ -10,10 +10,12 @@ import pytest
 import torch
 
 from induction import induction_scores
+from induction.copying import copying_scores
 from induction.errors import InputError
 from induction.loading import load_model
 from induction.prompts import make_prompts
-from induction.scores import SCORES, copying_scores, in_context_loss
+from induction.scan import in_context_loss
+from induction.score_names import SCORES
 from induction.zoo import registry
 
 
@@ -347,7 +349,11 @@ def test_bad_input_raises_input_error(tiny, kwargs, match):
 
 
 def test_not_a_model():
+    from induction.errors import ModelLoadError
+
     with pytest.raises(InputError, match="needs a LoadedModel"):
+        induction_scores(42)
+    with pytest.raises(ModelLoadError, match="grown-but-a-string"):  # a spec is loaded (#25)
         induction_scores("grown-but-a-string")
 
 
@@ -376,7 +382,7 @@ def test_smollm2_has_induction_heads_matching_reference():
 
 def test_auto_chunk_fits_free_gpu_memory(tiny, monkeypatch):
     """On CUDA the chunk is what fits half the free memory; on CPU passes of ~512 tokens."""
-    from induction.scores import CPU_TOKENS_PER_PASS, auto_chunk
+    from induction.chunking import CPU_TOKENS_PER_PASS, auto_chunk
 
     prompts = make_prompts(tiny.info, seq_len=50, batch=32, seeds=3)
     cfg = tiny.bridge.cfg

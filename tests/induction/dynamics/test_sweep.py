@@ -1,5 +1,6 @@
 """induction sweep: the dataset, reruns, crashes, workers, Ray, hub revisions, CLI errors."""
 
+import json
 import os
 import shutil
 import signal
@@ -232,3 +233,31 @@ def test_ray_cpus_must_be_a_count(monkeypatch):
     assert _ray_cpus() == 3
     monkeypatch.delenv("INDUCTION_RAY_CPUS")
     assert _ray_cpus() is None
+
+
+def test_discover_refuses_ambiguous_or_impossible_steps_and_merges_dir_and_dir_slash(tmp_path):
+    """SW19, SW24, SW25c, SW26: DIR and DIR/ are one series; step-100 beside step-0100, a
+    step beyond any run and a card whose steps end before the checkpoints are refused."""
+    from induction.dynamics.sweep import discover
+    from induction.errors import InputError
+
+    def run(name, steps, card_steps=None):
+        folder = tmp_path / name
+        for s in steps:
+            (folder / "checkpoints" / s).mkdir(parents=True)
+            (folder / "checkpoints" / s / "config.json").write_text("{}")
+        if card_steps is not None:
+            (folder / "config.json").write_text("{}")
+            (folder / "card.json").write_text(json.dumps({"steps": card_steps}))
+        return str(folder)
+
+    ok = run("ok", ["step-0", "step-100"], card_steps=200)
+    items = discover([ok, ok + "/"])
+    assert [it.checkpoint for it in items] == ["step-0", "step-100", "final"]
+    for folder, message in [
+        (run("dup", ["step-100", "step-0100"]), "are both step 100"),
+        (run("huge", [f"step-{10**23}"]), "beyond any run"),
+        (run("card", ["step-0", "step-100"], card_steps=-5), "took -5 steps"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            discover([folder])

@@ -42,6 +42,26 @@ def test_dense_timeline():
     assert "1 of 2 heads formed" in tl.sentence() and tl.figure().data
 
 
+def test_a_model_level_score_and_two_sweep_settings_are_refused_in_one_line():
+    """TL16, SWS2: ``--score loss_first`` has no heads to follow; a dataset swept twice with
+    different settings (as ``induction sweep`` makes it) needs ``--settings``."""
+    from induction.errors import InputError
+
+    ck = [("step-0", 0, None, 0, 1), ("final", 9, None, 0, 1)]
+    rows = _rows(ck, {("step-0", 0, 0): 0.1, ("final", 0, 0): 0.7})
+    with pytest.raises(InputError, match="loss_repeat is a model-level value.*induction"):
+        build_timeline(rows, score="loss_repeat")
+    twice = pd.concat(
+        [rows.assign(settings_hash="aaaa1111"), rows.assign(settings_hash="bbbb2222")]
+    )
+    with pytest.raises(InputError, match="swept with 2 settings .*aaaa1111.*--settings"):
+        build_timeline(twice)
+    one = build_timeline(twice, settings="bbbb")
+    assert len(one.series) == len(build_timeline(rows).series)
+    with pytest.raises(InputError, match="--settings cccc matches 0"):
+        build_timeline(twice, settings="cccc")
+
+
 def test_one_checkpoint_in_the_singular_with_a_hint():
     one = build_timeline(_rows([("final", 9, None, 0, 1)], {("final", 0, 0): 0.7}))
     assert one.sentence().startswith("m: 1 checkpoint, 1 of 1 heads formed")

@@ -1,6 +1,7 @@
 """Zoo training smoke tests: a few steps of each family, determinism, the CLI."""
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -239,6 +240,35 @@ def test_fixed_resume_is_bit_identical(tmp_path, preset):
         train_fixed(None, out=c, progress=False, resume=True)
         assert load_file(c / "model.safetensors").keys() == a.keys()
         assert all(torch.equal(a[k], v) for k, v in load_file(c / "model.safetensors").items())
+
+
+def test_a_damaged_run_folder_resumes_or_is_refused_in_one_line(tmp_path):
+    """ZK2-ZK5, ZK7: a torn last log line (what SIGKILL leaves) and a stray folder under
+    checkpoints/ do not stop a resume; a truncated training state and a config value of the
+    wrong type are refused with one line naming the file."""
+    from induction.training.protocol import TRAIN_CONFIG, TRAIN_LOG, TRAIN_STATE, train_fixed
+
+    cfg = fixed("dense8", steps=30, keep_train_state="last")
+    out = tmp_path / "run"
+    train_fixed(cfg, out=out, progress=False, stop_at=25)
+    with open(out / TRAIN_LOG, "a") as fh:
+        fh.write('{"step": 26, "lo')  # torn mid-line
+    (out / "checkpoints" / "step-notes").mkdir()
+    (out / "checkpoints" / "step-notes" / TRAIN_STATE).write_text("not a state")
+    keep = out.with_name("keep")
+    shutil.copytree(out, keep)
+    _, card = train_fixed(None, out=out, progress=False, resume=True)
+    assert card["config"]["steps"] == 30
+    assert all(json.loads(line) for line in (out / TRAIN_LOG).read_text().splitlines())
+
+    state = next((keep / "checkpoints").glob(f"step-20/{TRAIN_STATE}"))
+    state.write_bytes(state.read_bytes()[:1000])
+    with pytest.raises(InputError, match="cannot be read.*delete that checkpoint"):
+        train_fixed(None, out=keep, progress=False, resume=True)
+    config = json.loads((keep / TRAIN_CONFIG).read_text())
+    (keep / TRAIN_CONFIG).write_text(json.dumps({**config, "lr": "fast"}))
+    with pytest.raises(InputError, match="lr is 'fast', not a float"):
+        train_fixed(None, out=keep, progress=False, resume=True)
 
 
 def test_fixed_config_is_checked():

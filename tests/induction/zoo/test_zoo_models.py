@@ -5,7 +5,7 @@ import torch
 
 from induction import load_model
 from induction.looped import LoopPlan
-from induction.scores import induction_scores
+from induction.scan import induction_scores
 from induction.zoo.registry import FIRST_ZOO, FIXED_PROTOCOL, model_card, zoo_models, zoo_path
 from lineage.log import duplication_log
 
