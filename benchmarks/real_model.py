@@ -101,10 +101,9 @@ def tasks_hash(tasks) -> str:
 def run_key(loaded, cfg, scores: pd.DataFrame, code: str) -> str:
     """The model (every file of its folder, as the replication's store), the settings, the
     head ranking, the evaluated items and the ablation code (syntax trees)."""
-    from zoo_replication.store import model_hash
-
     from ablation.pipeline import build_tasks
     from induction.fingerprint import fingerprint
+    from induction.replication.store import model_hash
 
     return fingerprint(
         model_hash(loaded),
@@ -148,7 +147,7 @@ def measure(args, log=print):
 
     loaded = load_model(args.model, device="cpu")
     scores = compute_scores(loaded)  # the ranking `induction ablate` uses
-    from zoo_replication.store import code_hash
+    from induction.replication.store import code_hash
 
     code = code_hash(("ablation", "induction.prompts", "induction.zoo.corpus"))
     out = Path(args.out_dir)
@@ -235,7 +234,7 @@ def main(argv=None) -> int:
     quiet_libraries()
     try:
         if args.readme:  # refused before the hour of measuring, not after
-            from zoo_replication.results import check_block
+            from induction.replication.results import check_block
 
             check_block(args.readme, START, END)
         reports, info = measure(args, log=lambda s: print(s, file=sys.stderr))
@@ -262,7 +261,7 @@ def main(argv=None) -> int:
         + table(reports)
     )
     if args.readme:
-        from zoo_replication.results import replace_block
+        from induction.replication.results import replace_block
 
         wrote = replace_block(args.readme, START, END, f"{START}\n{text}\n{END}")
         print(f"wrote {wrote}", file=sys.stderr)

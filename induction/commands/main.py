@@ -55,6 +55,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("induction.commands.depth", "depth", None),
     ("induction.commands.dynamics", "sweep", None),
     ("induction.commands.dynamics", "timeline", None),
+    ("induction.commands.replicate", "replicate", None),
 ]
 
 
@@ -288,7 +289,7 @@ def register_commands(target: typer.Typer, commands=COMMANDS) -> list[str]:
         if isinstance(obj, typer.Typer):
             target.add_typer(obj, name=name or attr)
         else:
-            target.command(name=name)(obj)
+            target.command(name=name, **getattr(obj, "command_settings", {}))(obj)
         registered.append(name or attr)
     return registered
 

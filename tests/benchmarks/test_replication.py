@@ -1,4 +1,4 @@
-"""benchmarks/replication.py (package benchmarks/zoo_replication/): the parts that need no
+"""benchmarks/replication.py (package induction/replication/): the parts that need no
 model (discovery, counts, statistics across models and seeds, tables, verdict, the generated
 block of docs/results.md, the JSON round trip)."""
 

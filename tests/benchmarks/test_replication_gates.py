@@ -1,4 +1,4 @@
-"""The replication's validity gates (benchmarks/zoo_replication/gates.py): the record of zoo2
+"""The replication's validity gates (induction/replication/gates.py): the record of zoo2
 fails them (every claim untestable here, naming the gate); models that pass them get a verdict
 read from the comparison."""
 
@@ -16,8 +16,8 @@ ZOO2 = ROOT / "benchmarks" / "results" / "zoo2"
 @pytest.fixture(scope="module")
 def gates_mod(load_benchmark):
     load_benchmark("replication")  # puts benchmarks/ on sys.path
-    import zoo_replication.gates as gates
-    import zoo_replication.store as store
+    import induction.replication.gates as gates
+    import induction.replication.store as store
 
     return gates, store
 
@@ -27,7 +27,7 @@ def test_record_fails_its_gates(gates_mod):
     records = store.MeasurementStore(ZOO2 / "models")
     measured = [records.get_record(n) for n in ("dense8-s0", "lidas8-s0")]
     assert all(m is not None and m.extra["record"] for m in measured)
-    from zoo_replication.config import Settings
+    from induction.replication.config import Settings
 
     models = pd.DataFrame([m.row for m in measured])
     tasks = pd.concat([m.tasks for m in measured], ignore_index=True)

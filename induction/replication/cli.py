@@ -39,10 +39,17 @@ USAGE = """Replicate the source's induction-head claims on the zoo: dense vs LID
 """
 
 
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one ``error:`` line and exit code 2, as in every ``induction``
+    command (argparse would print the usage block first)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def parser(prog: str | None = None) -> argparse.ArgumentParser:
+    ap = _Parser(prog=prog, description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fast", action="store_true", help="reduced settings (CI, notebooks)")
     ap.add_argument(
         "--families",
@@ -138,11 +145,13 @@ def settings_from(args) -> Settings:
     return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    command = "python benchmarks/replication.py " + shlex.join(
-        sys.argv[1:] if argv is None else list(argv)
-    )
+def main(
+    argv: Sequence[str] | None = None, command: str = "python benchmarks/replication.py"
+) -> int:
+    """Run the replication with command-line arguments ``argv``; ``command`` is how the run is
+    named in the generated docs blocks (``induction replicate`` or the benchmark script)."""
+    args = parser(prog=command).parse_args(argv)
+    command = command + " " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     if args.threads:
         import torch
 

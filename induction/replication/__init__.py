@@ -10,7 +10,8 @@ on the zoo, split along its seams:
 - :mod:`.store`: each model's measurement kept on disk and reused while its inputs hold;
 - :mod:`.gates`: the validity gates per model and the verdict per source claim;
 - :mod:`.results`: outputs, ``--from-results`` and the ``docs/results.md`` block;
-- :mod:`.cli`: ``python benchmarks/replication.py`` (a thin file that calls :func:`main`).
+- :mod:`.cli`: ``induction replicate`` (and ``python benchmarks/replication.py``, a thin file
+  that calls :func:`main`).
 """
 
 from .cli import main

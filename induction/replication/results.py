@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +16,7 @@ from .figures import figure
 from .gates import claims_markdown
 from .pipeline import Replication
 from .report import source_table, task_table, verdict
+from .store import strict_json
 
 README_START = "<!-- replication:start -->"
 README_END = "<!-- replication:end -->"
@@ -28,7 +27,7 @@ DEFAULT_FIGURE = "../benchmarks/results/replication.png"  # relative to docs/
 
 def payload(rep: Replication) -> dict:
     """Everything of a run as strict JSON (NaN -> null)."""
-    return _clean(
+    return strict_json(
         {
             "settings": asdict(rep.settings),
             "source": SOURCE,
@@ -67,19 +66,6 @@ def write_outputs(rep: Replication, out_dir: str | Path, png: bool = True) -> li
         note = save_figure(fig, out / "replication.png")
         written.append(note or str(out / "replication.png"))
     return written
-
-
-def _clean(obj: Any) -> Any:
-    """NaN -> None, numpy scalars -> Python, recursively (strict JSON)."""
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, str):
-        obj = obj.item()
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    return obj
 
 
 def record_settings(out_dir: str | Path, fallback: Settings | None = None) -> Settings:
@@ -188,7 +174,7 @@ def _gated(rep: Replication) -> list[str]:
     n_ok = int(rep.gates["testable"].sum())
     return [
         f"**Validity gates** ({n_ok} of {len(rep.gates)} models testable; "
-        "`benchmarks/zoo_replication/gates.py`): strongest induction head (>= 0.4), the "
+        "`induction/replication/gates.py`): strongest induction head (>= 0.4), the "
         "strongest head logged before the first growth (grown models), the in-context probe "
         "on fresh content (lookup >= 0.6 and >= 3x chance, variable assignment >= 0.5, "
         "first-assigned vs others gap <= 0.2; `induction.zoo.probe`), clean scores above the "

@@ -9,7 +9,14 @@ from pathlib import Path
 from ablation.stats import REPLICATION_CONTROLS
 
 #: Where the CLI writes by default (``benchmarks/results/``).
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results"
+_CHECKOUT = Path(__file__).resolve().parents[2]
+#: Where results go by default: the checkout's ``benchmarks/results`` (where the shipped
+#: records live), else ``./replication-results`` for an installed package.
+DEFAULT_OUT = (
+    _CHECKOUT / "benchmarks" / "results"
+    if (_CHECKOUT / "benchmarks").is_dir()
+    else Path("replication-results")
+)
 
 #: The source's families (Kapl et al. 2025, arXiv 2512.08819), in the order of its tables.
 SOURCE_FAMILIES = ("dense", "lidas", "looped")

@@ -26,6 +26,7 @@ import json
 import math
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -50,9 +51,9 @@ MEASURE_CODE = (
     "induction.loading",
     "induction.layers",
     "induction.looped",
-    "zoo_replication.measure",
-    "zoo_replication.config",
-    "zoo_replication.models",
+    "induction.replication.measure",
+    "induction.replication.config",
+    "induction.replication.models",
 )
 PRESENTATION = ("cli.py", "render.py")
 STORE_VERSION = 3  # 3: whole model folder, threshold, file per settings
@@ -194,9 +195,7 @@ class MeasurementStore:
 
 def to_payload(measured: Measured) -> dict:
     """A measurement as strict JSON (NaN -> null)."""
-    from .results import _clean
-
-    return _clean(
+    return strict_json(
         {
             "seconds": round(measured.seconds, 1),
             "sentence": measured.sentence,
@@ -224,3 +223,16 @@ def as_stored(measured: Measured) -> Measured:
     """``measured`` exactly as the store would give it back, so a fresh measurement and a
     reused one make the same tables."""
     return from_payload(json.loads(json.dumps(to_payload(measured))))
+
+
+def strict_json(obj: Any) -> Any:
+    """NaN -> None, numpy scalars -> Python, recursively (strict JSON)."""
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [strict_json(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, str):
+        obj = obj.item()
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    return obj
