@@ -230,3 +230,17 @@ def test_zoo_suite_formats():
     assert not corpus.is_training_dfa(corpus.sample_dfa(rng, training=False))
     # fresh draws: a different seed gives different prompts
     assert zoo.load(n_items=3, seed=1)[0].items[0].prompt != lookup.items[0].prompt
+
+
+def test_every_generator_source_names_a_function_that_exists():
+    """A record's ``source: generator:<module>.<function>`` is documentation a reader follows:
+    it must resolve to the callable that generates the task."""
+    import importlib
+
+    from ablation.tasks import catalog
+
+    generated = [s for s in catalog() if s.source.startswith("generator:")]
+    assert generated
+    for spec in generated:
+        module, _, name = spec.source.removeprefix("generator:").rpartition(".")
+        assert callable(getattr(importlib.import_module(module), name, None)), spec.source

@@ -271,6 +271,27 @@ def test_a_damaged_run_folder_resumes_or_is_refused_in_one_line(tmp_path):
         train_fixed(None, out=keep, progress=False, resume=True)
 
 
+def test_a_run_stopped_before_its_first_checkpoint_resumes_from_scratch(tmp_path):
+    """FD06: a full disk at the first checkpoint leaves the config, an empty log and a
+    temporary folder; ``--resume`` then trains from the recorded config, as a fresh run."""
+    from safetensors.torch import load_file
+
+    from induction.training.protocol import TRAIN_CONFIG, train_fixed
+
+    cfg = fixed("dense8", steps=12, keep_train_state="last")
+    train_fixed(cfg, out=tmp_path / "fresh", progress=False)
+    torn = tmp_path / "torn"
+    (torn / "checkpoints" / ".step-0.tmp").mkdir(parents=True)
+    shutil.copy(tmp_path / "fresh" / TRAIN_CONFIG, torn / TRAIN_CONFIG)
+    (torn / "train_log.jsonl").write_text("")
+    train_fixed(None, out=torn, progress=False, resume=True)
+    a, b = (
+        load_file(tmp_path / "fresh" / "model.safetensors"),
+        load_file(torn / "model.safetensors"),
+    )
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_fixed_config_is_checked():
     from induction.training.protocol import preset_config, train_fixed
 
