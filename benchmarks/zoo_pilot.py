@@ -67,6 +67,9 @@ RUNS: dict[str, dict] = {
     "d8-va": {"depth": 8, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": None},
     # the candidate recipe at the depth the first zoo learnt lookup at, for longer
     "d8-rec": {"depth": 8, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": icl_phases()},
+    # dense12-s0 and lidas12-s0 both end variable assignment at chance (0.41, 0.40) where
+    # d8-rec reached 0.70: the recipe's lever at the zoo's own depth
+    "d12-va": {"depth": 12, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": None},
 }
 
 
