@@ -237,6 +237,11 @@ def _write_restacked(
                     if f not in handles:
                         handles[f] = safe_open(str(f), framework="pt").__enter__()
                     t = handles[f].get_tensor(old)
+                    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                        raise InputError(
+                            f"{f}: weight {old} holds NaN or infinite values; the checkpoint "
+                            "is damaged (or diverged): restore it before growing it"
+                        )
                     if cast is not None and t.is_floating_point():
                         t = t.to(cast)
                     if new in zero:

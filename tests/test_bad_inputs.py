@@ -836,6 +836,13 @@ CASES: list[Case] = [
     C("ZT03", "zoo train lidas8 --steps 5 --threads 100000 --out {d}/o", None, "CPU cores"),
     C("ZK6", "zoo train --resume {d}/o --steps 5", None, "--resume", "drop --steps"),
     C("GR10", f"grow {{good}} --out {{d}}/g --step {10**23}", None, "--step must be in"),
+    C(
+        "GR08",
+        "grow {good} --block 2 --out {d}/g",
+        _tensors("good", lambda t: _fill(_first_weight(t), float("nan"))(t)),
+        "q_proj.weight",
+        "NaN or infinite",
+    ),  # fmt: skip
     # ZT: zoo train --steps beyond any run (round 3)
     C("ZT15", "zoo train lidas8 --steps 1e20 --out {d}/o", None, "--steps", "10,000,000"),
     C("ZT15_digits", f"zoo train dense --steps {10**20} --out {{d}}/o", None, "10,000,000"),

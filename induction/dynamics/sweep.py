@@ -503,7 +503,8 @@ def _refuse_inside_inputs(out: Path, items: list[SweepItem]) -> None:
     from induction.io import check_outputs
     from induction.specs import model_inputs
 
-    inputs = [p for it in items if it.revision is None for p in model_inputs(it.spec)]
+    # a hub model's cache folder is an input whatever revision is swept (HR05)
+    inputs = [p for it in items for p in model_inputs(it.spec)]
     check_outputs({"--out": out}, inputs)
 
 
