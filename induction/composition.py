@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from jaxtyping import Float, Int
+from torch import Tensor
 
 from induction.errors import InputError
 
@@ -59,10 +61,10 @@ class HeadWeights:
     their key/value groups); ``W_O``: ``[layers, heads, d_head, d_model]``.
     """
 
-    W_Q: torch.Tensor
-    W_K: torch.Tensor
-    W_V: torch.Tensor
-    W_O: torch.Tensor
+    W_Q: Float[Tensor, "layer head d_model d_head"]
+    W_K: Float[Tensor, "layer head d_model d_head"]
+    W_V: Float[Tensor, "layer head d_model d_head"]
+    W_O: Float[Tensor, "layer head d_head d_model"]
     n_kv_heads: int
     gains_folded: bool
 
@@ -147,12 +149,12 @@ def _r(x: torch.Tensor) -> torch.Tensor:
 class _Factors:
     """What the pair scores need, per head (flattened ``layer * H + head``), float64."""
 
-    Qo: torch.Tensor  # [n, d, dh]: orthonormal basis of the writer's output space (W_Oᵀ)
-    ra: torch.Tensor  # [n, dh, dh]: R of W_V R_Oᵀ (the writer's OV = (W_V R_Oᵀ) Qoᵀ)
-    ov_norm: torch.Tensor  # [n]: ‖W_OV‖_F
-    meet: torch.Tensor  # [n, d, dh]: the reader's matrix applied to the writer's output
-    rb: torch.Tensor  # [n, dh, dh]: R of the reader's other factor
-    reader_norm: torch.Tensor  # [n]: ‖W_QK‖_F (k, q) or ‖W_OV‖_F (v)
+    Qo: Float[Tensor, "n d_model d_head"]  # orthonormal basis of the writer's output (W_Oᵀ)
+    ra: Float[Tensor, "n d_head d_head"]  # R of W_V R_Oᵀ (the writer's OV = (W_V R_Oᵀ) Qoᵀ)
+    ov_norm: Float[Tensor, " n"]  # ‖W_OV‖_F
+    meet: Float[Tensor, "n d_model d_head"]  # the reader's matrix on the writer's output
+    rb: Float[Tensor, "n d_head d_head"]  # R of the reader's other factor
+    reader_norm: Float[Tensor, " n"]  # ‖W_QK‖_F (k, q) or ‖W_OV‖_F (v)
 
 
 def _factors(weights: HeadWeights, kind: str) -> _Factors:
@@ -178,7 +180,7 @@ def _factors(weights: HeadWeights, kind: str) -> _Factors:
     return _Factors(Qo, _r(ov_left), ov_norm, meet, _r(other), reader_norm)
 
 
-def _pair_scores(f: _Factors, writers: torch.Tensor, reader: int) -> torch.Tensor:
+def _pair_scores(f: _Factors, writers: Int[Tensor, " a"], reader: int) -> Float[Tensor, " a"]:
     """Scores of ``writers`` (flat indices) into one ``reader``:
     ``‖R_a (Qo_aᵀ meet_b) R_bᵀ‖ / (‖W_OV^a‖ ‖reader‖)``."""
     mid = f.Qo[writers].transpose(1, 2) @ f.meet[reader]  # [a, dh, dh]
@@ -190,7 +192,7 @@ def composition_scores(
     weights: HeadWeights,
     kind: str = "k",
     readers: list[tuple[int, int]] | None = None,
-) -> torch.Tensor:
+) -> Float[Tensor, "layer_a head_a layer_b head_b"]:
     """Composition score of every (writer A, reader B) head pair: ``[L, H, L, H]``.
 
     Entry ``[la, ha, lb, hb]`` is the score of A = (la, ha) into B = (lb, hb); pairs with

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 import torch
+from jaxtyping import Float, Int
+from torch import Tensor
 
 from induction.errors import InputError
 from induction.heads import Head
@@ -129,14 +131,14 @@ def _only_layers(v: View, start: int, stop: int) -> Iterator[None]:
 
 def run_rows(
     v: View,
-    tokens: torch.Tensor,
+    tokens: Int[Tensor, "row pos"],
     *,
     start: int = 0,
-    resid: torch.Tensor | None = None,
+    resid: Float[Tensor, "row pos d_model"] | None = None,
     stop: int | None = None,
-    logits_at: torch.Tensor | None = None,
+    logits_at: Int[Tensor, " at"] | None = None,
     hooks: Sequence[tuple[str, Any]] = (),
-) -> torch.Tensor | None:
+) -> Float[Tensor, "row at vocab"] | None:
     """Run ``tokens`` (``[rows, pos]``) through layers ``start .. stop-1`` with ``hooks``.
 
     ``resid`` is the residual entering layer ``start`` (``[rows, pos, d_model]``); with it and
@@ -172,7 +174,9 @@ def run_rows(
         return None if logits_at is None else logits.index_select(1, logits_at)
 
 
-def nll_at(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def nll_at(
+    logits: Float[Tensor, "row at vocab"], targets: Int[Tensor, "row at"]
+) -> Float[Tensor, " row"]:
     """Per row, mean NLL of ``targets`` ``[rows, P]`` under ``logits`` ``[rows, P, vocab]``."""
     lp = logits.float().log_softmax(-1)
     return -lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).mean(-1)
@@ -185,17 +189,17 @@ def nll_at(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 class Clean:
     """One clean pass: residual entering every layer, every layer's ``hook_z``, the loss."""
 
-    resid: dict[int, torch.Tensor]  # layer -> [B, pos, d_model]
-    z: dict[int, torch.Tensor]  # layer -> [B, pos, H, d_head]
-    loss: torch.Tensor | None  # [B] mean NLL at the loss positions
+    resid: dict[int, Float[Tensor, "batch pos d_model"]]  # by layer
+    z: dict[int, Float[Tensor, "batch pos head d_head"]]  # by layer
+    loss: Float[Tensor, " batch"] | None  # mean NLL at the loss positions
 
 
 @torch.no_grad()
 def clean_pass(
     v: View,
-    tokens: torch.Tensor,
-    logits_at: torch.Tensor | None = None,
-    targets: torch.Tensor | None = None,
+    tokens: Int[Tensor, "batch pos"],
+    logits_at: Int[Tensor, " at"] | None = None,
+    targets: Int[Tensor, "batch at"] | None = None,
     layers: Sequence[int] | None = None,
 ) -> Clean:
     layers = range(v.n_layers) if layers is None else layers
@@ -226,8 +230,8 @@ class Replacement:
     """What an ablated head's ``hook_z`` becomes: zero, a mean, or resampled activations."""
 
     mode: str
-    means: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [H, d_head]
-    resampled: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> [B, pos, H, dh]
+    means: dict[int, Float[Tensor, "head d_head"]] = field(default_factory=dict)  # by layer
+    resampled: dict[int, Float[Tensor, "batch pos head d_head"]] = field(default_factory=dict)
 
     def for_rows(self, layer: int, n_copies: int, like: torch.Tensor) -> torch.Tensor | None:
         """Replacement for ``n_copies`` stacked copies of the batch (None for zero)."""
@@ -239,7 +243,9 @@ class Replacement:
         return r.repeat(n_copies, 1, 1, 1)
 
 
-def random_reference(info: Any, tokens: torch.Tensor, seed: int = 10_000) -> torch.Tensor:
+def random_reference(
+    info: Any, tokens: Int[Tensor, "row pos"], seed: int = 10_000
+) -> Int[Tensor, "row pos"]:
     """Random-token prompts shaped like ``tokens``: the same prefix token, then distinct
     random ordinary ids with no repetition (Yin and Steinhardt 2025's reference for means)."""
     from induction.prompts import token_pool
@@ -286,10 +292,10 @@ def make_replacement(
     )
 
 
-def mask_hook(keep: torch.Tensor, repl: torch.Tensor | None):
-    """``z * keep + repl * (1 - keep)`` with ``keep`` ``[rows, H]`` (1 = keep the head)."""
+def mask_hook(keep: Float[Tensor, "row head"], repl: Float[Tensor, "row pos head d_head"] | None):
+    """``z * keep + repl * (1 - keep)`` (``keep`` 1 keeps the head, 0 replaces it)."""
 
-    def fn(z: torch.Tensor, hook) -> torch.Tensor:
+    def fn(z: Float[Tensor, "row pos head d_head"], hook) -> Float[Tensor, "row pos head d_head"]:
         k = keep.to(z.dtype)[:, None, :, None]
         if repl is None:
             return z * k
