@@ -11,7 +11,7 @@ from induction.errors import InputError
 from induction.prompts import RepeatedPrompts
 
 #: Tokens per forward pass on CPU: activations of a pass this size stay in the caches. Measured
-#: with ``benchmarks/scan.py --sweep-passes`` (1 and 2 threads): against one pass over the
+#: with ``benchmarks/scan_speed.py --sweep-passes`` (1 and 2 threads): against one pass over the
 #: batch, passes of about 512 tokens took 0.64-0.72x the time on the zoo model (8 x 65 tokens)
 #: and 0.93x on SmolLM2 (4 x 101); much smaller passes lose it to per-pass overhead.
 CPU_TOKENS_PER_PASS = 512

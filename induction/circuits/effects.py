@@ -54,7 +54,7 @@ from induction.circuits.patching import (
 from induction.errors import InputError
 from induction.jobs import job_config
 
-#: Rows (prompts x heads) per ablation pass on CPU; measured with benchmarks/effects.py.
+#: Rows (prompts x heads) per ablation pass on CPU; measured with benchmarks/effects_speed.py.
 DEFAULT_MAX_ROWS = 256
 
 

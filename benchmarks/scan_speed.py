@@ -23,7 +23,7 @@ scan's result buffer and its largest per-layer temporary (O(batch x heads x seq)
 full attention pattern, and the full activation cache detect_head builds (measured: the bytes
 of ``run_with_cache`` on one prompt).
 
-Run: ``python benchmarks/scan.py`` (``--help`` for models, batches, runs, device);
+Run: ``python benchmarks/scan_speed.py`` (``--help`` for models, batches, runs, device);
 ``--sweep-passes`` times the scan against tokens per forward pass instead, to re-tune
 ``induction.chunking.CPU_TOKENS_PER_PASS`` on another machine. Without a shipped zoo model it
 uses a randomly initialised model of the zoo's shape (timing does not depend on the weights)

@@ -1,6 +1,6 @@
 """Benchmark: single-head ablation of every head, batched vs a loop, and attribution patching.
 
-    python benchmarks/effects.py [MODEL] [--batch 4] [--seq-len 20] [--runs 2] [--threads 1]
+    python benchmarks/effects_speed.py [MODEL] [--batch 4] [--seq-len 20] [--runs 2] [--threads 1]
                                  [--heads N] [--max-rows 256] [--device cuda] [--json F]
 
 On the scan's repeated-token prompts (``[BOS] r r``), measured in one run:

@@ -1,6 +1,6 @@
 """Sweep overhead and driver memory over the checkpoints of one model.
 
-    python benchmarks/sweep.py [--preset dense8] [--steps 80] [--seeds 3]
+    python benchmarks/sweep_overhead.py [--preset dense8] [--steps 80] [--seeds 3]
 
 Trains a short fixed-protocol run (checkpoints at 0, 5, 10, 20, 40 and the final model), then
 in this one process: (1) a bare scan of each checkpoint, loaded beforehand (``scan`` only);

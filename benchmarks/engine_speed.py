@@ -1,6 +1,6 @@
 """Benchmark: the ablation engine vs per-example ``generate`` loops on the same items.
 
-    python benchmarks/ablate.py [MODEL] [--suite S] [--tasks 4] [--n-items 32] [--runs 3]
+    python benchmarks/engine_speed.py [MODEL] [--suite S] [--tasks 4] [--n-items 32] [--runs 3]
                                 [--threads 1]
 
 All three decode greedily with a KV cache, with the same heads zero-ablated (the top
