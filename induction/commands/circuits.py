@@ -9,17 +9,19 @@ from typing import Annotated
 
 import typer
 
-from induction.commands.options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, OutOpt
+from induction.commands.options import (
+    DEFAULT_MODEL,
+    DeviceOpt,
+    DtypeOpt,
+    ModelArg,
+    OutOpt,
+    PromptBatchOpt,
+    SeedsOpt,
+    SeqLenOpt,
+    figure_opt,
+)
 from induction.errors import InputError
 
-SeqLenOpt = Annotated[
-    int | None,
-    typer.Option("--seq-len", help="Length T of the random block (default: the model's)."),
-]
-BatchOpt = Annotated[int, typer.Option("--batch", help="Prompts per seed.")]
-SeedsOpt = Annotated[
-    str, typer.Option("--seeds", help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2.")
-]
 ModeOpt = Annotated[
     str, typer.Option("--mode", help="How a head is ablated: zero, mean or resample.")
 ]
@@ -107,7 +109,7 @@ def circuits(
         int, typer.Option("--partners", help="Partners shown per induction head.")
     ] = 3,
     seq_len: SeqLenOpt = None,
-    batch: BatchOpt = 8,
+    batch: PromptBatchOpt = 8,
     seeds: SeedsOpt = "1",
     mode: ModeOpt = "zero",
     reference: ReferenceOpt = "task",
@@ -123,9 +125,7 @@ def circuits(
             help="Circuit lineage graph of a grown model (.graphml/.gexf/.json/.dot/.html).",
         ),
     ] = None,
-    plot: Annotated[
-        Path | None, typer.Option("--plot", help="K-composition vs causal drop (.html/.png).")
-    ] = None,
+    plot: figure_opt("K-composition against the causal drop") = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
     threads: ThreadsOpt = None,
@@ -229,7 +229,7 @@ def print_circuits(result, partners: int = 3) -> None:
 def effects(
     model: ModelArg = DEFAULT_MODEL,
     seq_len: SeqLenOpt = None,
-    batch: BatchOpt = 8,
+    batch: PromptBatchOpt = 8,
     seeds: SeedsOpt = "1",
     mode: ModeOpt = "zero",
     reference: ReferenceOpt = "task",
@@ -239,9 +239,7 @@ def effects(
         typer.Option("--atp/--no-atp", help="Also estimate by attribution patching."),
     ] = True,
     out: OutOpt = None,
-    plot: Annotated[
-        Path | None, typer.Option("--plot", help="Layer x head heatmaps (.html/.png).")
-    ] = None,
+    plot: figure_opt("Layer x head heatmaps") = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
     threads: ThreadsOpt = None,

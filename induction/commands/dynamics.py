@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from induction.commands.options import DeviceOpt, DtypeOpt
+from induction.commands.options import DeviceOpt, DtypeOpt, PromptBatchOpt, SeqLenOpt
 
 
 def sweep(
@@ -33,10 +33,8 @@ def sweep(
         str,
         typer.Option("--scores", help="Comma-separated scan scores."),
     ] = "induction,prefix_matching,duplicate_token,previous_token",
-    seq_len: Annotated[
-        int | None, typer.Option("--seq-len", help="Tokens per copy (default: the model's).")
-    ] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Prompts per seed.")] = 32,
+    seq_len: SeqLenOpt = None,
+    batch: PromptBatchOpt = 32,
     seeds: Annotated[int, typer.Option("--seeds", help="Prompt seeds.")] = 3,
     loss: Annotated[
         bool, typer.Option("--loss", help="Also the in-context loss (first vs repeated copy).")

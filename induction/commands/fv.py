@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from induction.commands.options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg
+from induction.commands.options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, figure_opt
 from induction.errors import InputError
 
 
@@ -29,9 +29,7 @@ def fv(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Score table (.csv, .parquet, .jsonl).")
     ] = None,
-    plot: Annotated[
-        Path | None, typer.Option("--plot", help="Layer x head heatmap (.html or .png).")
-    ] = None,
+    plot: figure_opt("Layer x head heatmap of the FV scores") = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
     threads: Annotated[

@@ -16,6 +16,7 @@ from induction.commands.options import (
     DeviceOpt,
     DtypeOpt,
     ModelArg,
+    PromptBatchOpt,
     TrustRemoteCodeOpt,
 )
 from induction.errors import InputError, LineageError
@@ -110,7 +111,7 @@ def lineage(
             "`induction scan --seeds`; `ablate --seed`/`--prompt-seeds` seed its prompts).",
         ),
     ] = "3",
-    batch: Annotated[int, typer.Option("--batch", help="Scan now: prompts per seed.")] = 32,
+    batch: PromptBatchOpt = 32,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON instead of tables.")
     ] = False,

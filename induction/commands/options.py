@@ -61,3 +61,34 @@ TrustRemoteCodeOpt = Annotated[
     bool,
     typer.Option("--trust-remote-code", help="Allow a checkpoint's own Python code to run."),
 ]
+
+# --------------------------------------------------------------------------- prompts
+# The repeated-random-token prompts ``[BOS] + r + r`` every head-level command draws; each
+# option is declared here once, with the command's own default in its signature.
+
+SeqLenOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--seq-len",
+        help="Length T of the random block r in [BOS] + r + r (default: the model's, 32 for "
+        "zoo models, 50 otherwise).",
+    ),
+]
+PromptBatchOpt = Annotated[int, typer.Option("--batch", help="Prompts per seed.")]
+SeedsOpt = Annotated[
+    str,
+    typer.Option(
+        "--seeds",
+        help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2. Each seed draws --batch "
+        "prompts; the spread over seeds is the ± column. (Commands with one random stream "
+        "take --seed; `ablate --prompt-seeds N` repeats with seeds seed..seed+N-1.)",
+    ),
+]
+
+
+def figure_opt(what: str):
+    """The ``--plot`` option of a command whose figure shows ``what``."""
+    return Annotated[
+        Path | None,
+        typer.Option("--plot", help=f"{what}: .html (interactive) or .png."),
+    ]

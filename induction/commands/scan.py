@@ -13,6 +13,9 @@ from induction.commands.options import (
     DtypeOpt,
     ModelArg,
     OutOpt,
+    PromptBatchOpt,
+    SeedsOpt,
+    SeqLenOpt,
     TrustRemoteCodeOpt,
 )
 from induction.errors import InputError
@@ -22,22 +25,9 @@ _ALL_SCORES = "induction,prefix_matching,duplicate_token,previous_token,copying"
 
 def scan(
     model: ModelArg = DEFAULT_MODEL,
-    seq_len: Annotated[
-        int | None,
-        typer.Option(
-            "--seq-len", help="Length T of the random block (default: the model's, 32 zoo / 50)."
-        ),
-    ] = None,
-    batch: Annotated[int, typer.Option("--batch", help="Prompts per seed.")] = 32,
-    seeds: Annotated[
-        str,
-        typer.Option(
-            "--seeds",
-            help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2. Each seed draws "
-            "--batch prompts; the spread over seeds is the ± column. (Commands with one random "
-            "stream take --seed; `ablate --prompt-seeds N` repeats with seeds seed..seed+N-1.)",
-        ),
-    ] = "3",
+    seq_len: SeqLenOpt = None,
+    batch: PromptBatchOpt = 32,
+    seeds: SeedsOpt = "3",
     top: Annotated[
         int, typer.Option("--top", help="Heads shown in the table and the --bar chart.")
     ] = 10,

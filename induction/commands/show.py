@@ -15,6 +15,7 @@ from induction.commands.options import (
     DeviceOpt,
     DtypeOpt,
     ModelArg,
+    SeqLenOpt,
     TrustRemoteCodeOpt,
 )
 from induction.errors import InputError, WorkbenchError
@@ -37,10 +38,7 @@ def show(
             "--prompt", help="Text to run; default: one seeded repeated-random-token prompt."
         ),
     ] = None,
-    seq_len: Annotated[
-        int | None,
-        typer.Option("--seq-len", help="Random prompt: tokens per copy (default: the model's)."),
-    ] = None,
+    seq_len: SeqLenOpt = None,
     seed: Annotated[int, typer.Option("--seed", help="Random prompt: its seed.")] = 0,
     layout: Annotated[
         str, typer.Option("--layout", help="dropdown (one heatmap, a menu of heads) or grid.")
