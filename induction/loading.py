@@ -570,6 +570,15 @@ POSITIVE_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "rope_t
 
 
 def _check_config_values(cfg_path: Path, raw: dict) -> None:
+    from induction.layers import DEPTH_KEYS
+
+    for key in (*DEPTH_KEYS, *SIZE_KEYS):  # a zero width or head count builds empty tensors
+        value = raw.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 1:
+            raise ModelLoadError(
+                f"{cfg_path}: {key} is {value!r}; it must be at least 1 "
+                "(restore the checkpoint's config.json)"
+            )
     for key in POSITIVE_KEYS:
         value = raw.get(key)
         if value is None:

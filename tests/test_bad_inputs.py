@@ -797,6 +797,7 @@ CASES: list[Case] = [
     ),  # fmt: skip
     C("LD_eps_neg", SHOW, _config(rms_norm_eps=-1), "rms_norm_eps", "positive"),
     C("LD_rope0", SHOW, _config(rope_theta=0), "rope_theta", "positive"),
+    C("LD_hidden0", SHOW, _config(hidden_size=0), "hidden_size is 0", "at least 1"),
     # SH: show's heads and output paths (round 3)
     C("SH03", "show {good} --heads L0H1,L0H1 --out {d}/v.html", None, "L0H1", "named twice"),
     C("SH14", f"show {{good}} --heads L0H0 --out {{d}}/{'a' * 300}.html", None, "pass a shorter"),
