@@ -388,10 +388,10 @@ def _weight_shapes(folder: Path) -> dict[str, tuple[int, ...]] | None:
 
 
 def _check_weights(folder: Path) -> None:
-    check_safetensors(folder, ModelLoadError)
+    files = check_safetensors(folder, ModelLoadError)
     config = _read_json(folder / "config.json")
     if not (isinstance(config, dict) and "quantization_config" in config):
-        _check_stored_dtypes(folder)
+        _check_stored_dtypes(files)
 
 
 WEIGHTS_INDEX = "model.safetensors.index.json"
@@ -543,13 +543,13 @@ def check_loaded_weights(model: Any, folder: Path, unexpected: list[str]) -> Non
             )
 
 
-def _check_stored_dtypes(folder: Path) -> None:
+def _check_stored_dtypes(files: dict[str, Path]) -> None:
     """Weights stored as integers (without a quantization config) would be cast to floats
-    and used as if they were trained values; refuse them, reading only the headers."""
+    and used as if they were trained values; refuse them, reading only the headers of the
+    ``{tensor name: file}`` map :func:`check_safetensors` returned."""
     from safetensors import safe_open
 
     try:
-        files = check_safetensors(folder, ModelLoadError)
         stored = []
         for path in sorted(set(files.values())):
             with safe_open(str(path), framework="pt") as f:

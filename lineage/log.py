@@ -38,6 +38,10 @@ from pathlib import Path
 
 from induction.errors import InputError, LineageError
 
+#: The largest training step a duplication log or a sweep dataset records: far beyond any run,
+#: and inside the int64 of the dataset's ``step`` column.
+MAX_STEP = 10**12
+
 FORMAT = "induction-workbench/duplication-log"
 VERSION = 1
 #: The log's file name beside a grown checkpoint's weights.

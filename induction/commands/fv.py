@@ -10,6 +10,7 @@ import typer
 
 from induction.commands.options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, figure_opt
 from induction.errors import InputError
+from induction.heads import head_label
 
 
 def fv(
@@ -39,13 +40,14 @@ def fv(
     """Score every head by its function-vector effect: its mean output at the last position
     of clean few-shot prompts, patched into prompts with shuffled labels, raises the answer's
     probability by this much (the causal indirect effect, mean over the words tasks)."""
+    from induction.circuits.fv import FVConfig
     from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs, wrote
     from induction.specs import model_inputs
 
-    for name, value, low in (("--n-prompts", n_prompts, 1), ("--shots", shots, 2),
-                             ("--seeds", seeds, 1), ("--top", top, 1)):  # fmt: skip
-        if value < low:
-            raise InputError(f"{name} must be an integer >= {low}, got {value}")
+    # checked here, before the model loads
+    config = FVConfig(tasks=task, n_prompts=n_prompts, shots=shots, seeds=seeds, progress=True)
+    if top < 1:
+        raise InputError(f"--top must be an integer >= 1, got {top}")
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
     check_output_path(out, TABLE_SUFFIXES, "--out")
@@ -58,9 +60,7 @@ def fv(
         from induction.loading import load_model
 
         loaded = load_model(model, device=device, dtype=dtype, threads=threads)
-        result = fv_scores(
-            loaded, tasks=task, n_prompts=n_prompts, shots=shots, seeds=seeds, progress=True
-        )
+        result = fv_scores(loaded, config)
         table = result.to_frame().sort_values("rank").head(top)
         typer.echo(
             f"{result.model}: function-vector score (mean causal indirect effect on the "
@@ -69,7 +69,9 @@ def fv(
         )
         typer.echo(f"{'rank':>4} {'head':>6} {'fv':>9} {'sd (seeds)':>10}")
         for r in table.itertuples(index=False):
-            typer.echo(f"{r.rank:>4} {f'L{r.layer}H{r.head}':>6} {r.fv:>9.4f} {r.fv_std:>10.4f}")
+            typer.echo(
+                f"{r.rank:>4} {head_label(r.layer, r.head):>6} {r.fv:>9.4f} {r.fv_std:>10.4f}"
+            )
         if out is not None:
             result.save(out)
             typer.echo(wrote(out), err=True)

@@ -20,11 +20,8 @@ from induction.commands.options import (
     TrustRemoteCodeOpt,
 )
 from induction.errors import InputError, LineageError
+from lineage.log import MAX_STEP
 from lineage.summary import INDUCTION_THRESHOLD
-
-#: The largest training step a duplication log records (far beyond any run; it keeps steps
-#: inside the int64 of the sweep dataset).
-MAX_STEP = 10**12
 
 
 def lineage(

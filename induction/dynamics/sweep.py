@@ -38,6 +38,7 @@ from typing import Any
 from induction.dynamics import dataset as ds
 from induction.errors import InputError, WorkbenchError
 from induction.fingerprint import fingerprint, source_hash
+from lineage.log import MAX_STEP
 
 #: Modules whose source enters the settings hash: a change to how scores are computed
 #: invalidates the dataset's old rows (they are recomputed, not mixed).
@@ -53,8 +54,6 @@ CODE = (
     "induction.dynamics.sweep",
 )
 _STEP = re.compile(r"^step-(\d+)(-pre)?$")
-#: The largest step a checkpoint name may carry (keeps steps inside the dataset's int64).
-MAX_STEP = 10**12
 _REV_STEP = re.compile(r"(\d+)$")
 
 

@@ -413,7 +413,7 @@ def train_fixed(
     grow = growth_steps(cfg)
     ckpt_steps = set(checkpoint_steps(cfg))
 
-    if resume and _no_resume_point(Path(out)):
+    if resume and latest_checkpoint(Path(out)) is None:
         # stopped before its first checkpoint (a full disk, a kill at step 0): nothing was
         # kept, so the run starts again from its recorded config, as it first would have
         shutil.rmtree(Path(out) / CHECKPOINTS, ignore_errors=True)
@@ -701,14 +701,6 @@ _CHECKPOINT_NAME = re.compile(r"^(?:step|state)-(\d+)(?:-pre)?$")
 def _checkpoint_step(name: str) -> int | None:
     m = _CHECKPOINT_NAME.match(name)
     return int(m.group(1)) if m else None
-
-
-def _no_resume_point(out: Path) -> bool:
-    try:
-        _resume_point(out)
-    except InputError:
-        return True
-    return False
 
 
 def _resume(cfg: FixedTrainConfig, out: Path):
