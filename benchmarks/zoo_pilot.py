@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from induction.io import write_json  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
+    LATE_GROWTH,
     TRAIN_CONFIG,
     TRAIN_LOG,
     FixedTrainConfig,
@@ -70,6 +71,23 @@ RUNS: dict[str, dict] = {
     # dense12-s0 and lidas12-s0 both end variable assignment at chance (0.41, 0.40) where
     # d8-rec reached 0.70: the recipe's lever at the zoo's own depth
     "d12-va": {"depth": 12, "lr": 3e-3, "warmup": 100, "steps": 4000, "phases": None},
+    # three 12-layer runs (dense12-s0, lidas12-s0, d12-va) leave variable assignment at chance,
+    # depth 0 included, where the 8-layer d8-rec learns it: the zoo at 8 layers, grown from the
+    # 4-layer network in four one-layer stages (MIDAS, block 1: the layer before the midpoint,
+    # so one ancestor ends with 5 copies), growth at LATE_GROWTH, with another seed than d8-rec
+    "m8-s1": {
+        "family": "lidas",
+        "depth": 8,
+        "initial_depth": 4,
+        "grow_block": 1,
+        "grow_operator": "midas",
+        "grow_at": LATE_GROWTH,
+        "lr": 3e-3,
+        "warmup": 100,
+        "steps": 4000,
+        "phases": icl_phases(),
+        "seed": 1,
+    },
 }
 
 
@@ -87,7 +105,7 @@ def config(name: str) -> FixedTrainConfig:
     fields = BASE | RUNS[name]
     if fields.get("phases", ()) is None:
         fields["phases"] = va_phases()
-    return FixedTrainConfig(preset=f"pilot-{name}", seed=0, **fields)
+    return FixedTrainConfig(**({"preset": f"pilot-{name}", "seed": 0} | fields))
 
 
 def train(name: str, runs: Path) -> None:
