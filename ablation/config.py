@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Literal, get_args
 
+from induction.config_fields import option
 from induction.errors import InputError
 
 #: Random head sets per run unless asked otherwise: with n controls the empirical p-value
@@ -49,33 +50,81 @@ class AblationConfig:
     ``docs/safety.md``); without it such a config is refused before any is loaded.
     """
 
-    frac: float = 0.2
-    heads: str | None = None
-    score: str = "induction"
-    suite: str | None = None
-    tasks: tuple[str, ...] | None = None
-    mode: AblationMode = "zero"
-    mean_over: MeanOver = "all"
-    controls: int = DEFAULT_CONTROLS
-    controls_shape: ControlsShape = "both"
-    band: int | None = None  # layer-shaped controls: layers either side (None: n_layers / 8)
-    readouts: bool = True  # generation tasks: also logprob and cand_acc (ablation.readout)
-    # "fv:0.02": leave the top 2% heads by another score out of the target and the controls
-    exclude: str | None = None
-    match_layers: bool = False
-    tied: bool = False
-    shots: int | None = None
-    n_items: int | None = None
-    seed: int = 0
-    prompt_seeds: int = 1
-    batch: int = 32
-    max_prompt_tokens: int | None = None
-    data_dir: Path | None = None
-    hub: bool = False
-    cache: bool = True
-    lm_eval: tuple[str, ...] | None = None
-    lm_eval_include: Path | None = None
-    trust_remote_code: bool = False
+    frac: float = option(
+        0.2, "Fraction of all heads to ablate, top by --score (ceil, at least one)."
+    )
+    heads: str | None = option(None, "Explicit heads 'L.H,L.H' instead of --frac/--score.")
+    score: str = option("induction", "Detector score column used to rank heads.")
+    suite: str | None = option(
+        None,
+        "zoo19 (default for zoo models), zoo, words (default otherwise), paper19, regbench, "
+        "gsm8k, or a JSONL task file.",
+    )
+    tasks: tuple[str, ...] | None = option(
+        None, "Only these tasks of the suite (repeatable).", "--task"
+    )
+    mode: AblationMode = option("zero", "zero or mean ablation.")
+    mean_over: MeanOver = option(
+        "all", "Mean ablation: mean over all reference tokens, or per position."
+    )
+    controls: int = option(
+        DEFAULT_CONTROLS, "Random head sets of the same size (p-values need >= 20 to reach 0.05)."
+    )
+    controls_shape: ControlsShape = option(
+        "both",
+        "uniform (heads drawn from all layers), layer (the target's heads per layer, in layers "
+        "within --band of its layers) or both (--controls of each).",
+    )
+    band: int | None = option(
+        None, "Layer-shaped controls: layers either side (default n_layers/8)."
+    )
+    readouts: bool = option(
+        True,
+        "Also the teacher-forced log-prob of the gold answer and the accuracy over the answer "
+        "candidates (one forward pass per item).",
+        "--readouts/--no-readouts",
+    )
+    exclude: str | None = option(
+        None,
+        "SCORE:FRAC, e.g. induction:0.02 or fv:0.02: leave the top FRAC heads by another score "
+        "out of the target and of every control (exclusion ablation).",
+    )
+    match_layers: bool = option(False, "Controls take as many heads per layer as the target set.")
+    tied: bool = option(False, "Looped models: ablate a head in every pass of its block.")
+    shots: int | None = option(None, "Demonstrations per prompt (default: per suite/task).")
+    n_items: int | None = option(None, "Evaluated items per task (default: per suite).")
+    seed: int = option(0, "Random seed (prompts, sampling).")
+    prompt_seeds: int = option(
+        1, "Repeat with this many prompt seeds (seed, seed+1, ...) and report the spread."
+    )
+    batch: int = option(32, "Prompts per forward pass.", "--batch", "--batch-size")
+    max_prompt_tokens: int | None = option(
+        None,
+        "Longest generated prompt (default: a zoo model's training length, else the context "
+        "capped at 512).",
+    )
+    data_dir: Path | None = option(
+        None, "Local datasets for paper19/gsm8k (default $INDUCTION_DATA or ./data)."
+    )
+    hub: bool = option(False, "Fetch missing datasets with `datasets` (needs network).")
+    cache: bool = option(
+        True,
+        "Read and write the resume cache of finished results (--no-cache: neither).",
+        "--cache/--no-cache",
+    )
+    lm_eval: tuple[str, ...] | None = option(
+        None,
+        "lm-evaluation-harness tasks (names, tags or YAML files; comma-separated or repeated) "
+        "instead of --suite; needs the [lm-eval] extra. See docs/lm-eval.md.",
+    )
+    lm_eval_include: Path | None = option(
+        None, "Folder of local lm-eval task configs, searched first."
+    )
+    trust_remote_code: bool = option(
+        False,
+        "Allow a checkpoint's own Python code, and lm-eval task configs' code (!function "
+        "imports, HF evaluate metrics, templates outside the sandbox), to run.",
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.lm_eval, str | list | tuple):  # "a,b", ["a", "b"]: ("a", "b")

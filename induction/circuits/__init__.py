@@ -18,10 +18,10 @@ import importlib
 
 _API = {
     "induction_circuits": "induction.circuits.job",
-    "CircuitsConfig": "induction.circuits.finder",
-    "EffectsConfig": "induction.circuits.effects",
+    "CircuitsConfig": "induction.circuits.config",
+    "EffectsConfig": "induction.circuits.config",
     "fv_scores": "induction.circuits.fv",
-    "FVConfig": "induction.circuits.fv",
+    "FVConfig": "induction.circuits.config",
     "FVResult": "induction.circuits.fv",
     "CircuitResult": "induction.circuits.finder",
     "circuit_lineage": "induction.circuits.history",

@@ -34,14 +34,12 @@ from typing import Any
 
 import torch
 
+from induction.circuits.config import DEFAULT_MAX_ROWS, EffectsConfig, PatchMode, Reference
 from induction.circuits.patching import (
     Clean,
     Head,
-    PatchMode,
-    Reference,
     Replacement,
     View,
-    check_mode,
     chunks_by_layer,
     clean_pass,
     make_replacement,
@@ -53,9 +51,6 @@ from induction.circuits.patching import (
 )
 from induction.errors import InputError
 from induction.jobs import job_config
-
-#: Rows (prompts x heads) per ablation pass on CPU; measured with benchmarks/effects_speed.py.
-DEFAULT_MAX_ROWS = 256
 
 
 @dataclass
@@ -338,37 +333,6 @@ class EffectsResult:
             if note:  # nothing written: say so, never a silent skip (CLI: exit 2)
                 raise InputError(note)
         return fig
-
-
-@dataclass(frozen=True)
-class EffectsConfig:
-    """Settings of the effects job (:func:`run`).
-
-    Attributes:
-        mode: ``zero``, ``mean`` or ``resample``; reference: ``random`` or ``task`` (see
-            :mod:`induction.circuits.patching`).
-        seq_len, batch, seeds: the repeated-token prompts (as ``induction scan``).
-        atp: also run attribution patching and correlate it with the ablation.
-        max_rows: prompts x heads per ablation pass.
-        scores: attach the scan's induction and previous-token scores to the table.
-        progress: report the passes (:mod:`induction.progress`: a bar on a terminal,
-            periodic lines in a log); ``induction effects`` turns it on.
-    """
-
-    mode: PatchMode = "zero"
-    reference: Reference = "task"
-    seq_len: int | None = None
-    batch: int = 8
-    seeds: Any = 1
-    atp: bool = True
-    max_rows: int = DEFAULT_MAX_ROWS
-    scores: bool = False
-    progress: bool = False
-
-    def __post_init__(self) -> None:
-        check_mode(self.mode, self.reference)
-        if self.max_rows < 1:
-            raise InputError(f"max_rows must be >= 1, got {self.max_rows}")
 
 
 def run(

@@ -36,13 +36,11 @@ from typing import Any
 
 import torch
 
+from induction.circuits.config import CircuitsConfig
 from induction.circuits.effects import Setup, setup
 from induction.circuits.patching import (
     Clean,
-    PatchMode,
-    Reference,
     Replacement,
-    check_mode,
     chunks_by_layer,
     clean_pass,
     make_replacement,
@@ -306,44 +304,6 @@ def _key_path_drops(
     finally:
         bridge.set_use_split_qkv_input(False)
     return out
-
-
-@dataclass(frozen=True)
-class CircuitsConfig:
-    """Settings of the circuits job (:func:`induction.circuits.job.run`).
-
-    Attributes:
-        threshold: induction heads are those scoring at least this (stripe convention).
-        top: instead, the ``top`` heads by induction score.
-        seq_len, batch, seeds: the repeated-token prompts (as ``induction scan``).
-        mode, reference: how a candidate is ablated (:mod:`induction.circuits.patching`).
-        key_path: also measure the drop on the path into the induction head's keys.
-        max_rows: prompts x candidates per forward pass.
-        lineage: for a grown model, trace each circuit to its ancestors
-            (:func:`induction.circuits.history.circuit_lineage`), including the shipped initial
-            network.
-        progress: report the scan and the ablation passes (:mod:`induction.progress`: a bar
-            on a terminal, periodic lines in a log); ``induction circuits`` turns it on.
-    """
-
-    threshold: float = 0.4
-    top: int | None = None
-    seq_len: int | None = None
-    batch: int = 8
-    seeds: Any = 1
-    mode: PatchMode = "zero"
-    reference: Reference = "task"
-    key_path: bool = True
-    max_rows: int = 256
-    lineage: bool = True
-    progress: bool = False
-
-    def __post_init__(self) -> None:
-        check_mode(self.mode, self.reference)
-        if self.top is not None and self.top < 1:
-            raise InputError(f"top must be >= 1, got {self.top}")
-        if not 0 <= self.threshold <= 1:
-            raise InputError(f"threshold must be in [0, 1], got {self.threshold}")
 
 
 def find_circuits(

@@ -39,15 +39,13 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
+from induction.circuits.config import DEFAULT_MAX_ROWS, FVConfig
 from induction.errors import InputError
 from induction.heads import Head
 from induction.jobs import as_loaded, job_config
 
 if TYPE_CHECKING:
     from induction.specs import ModelLike
-
-#: Rows (prompts x patched heads) per forward pass on CPU.
-DEFAULT_MAX_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -265,40 +263,6 @@ class FVResult:
             if note:
                 raise InputError(note)
         return fig
-
-
-@dataclass(frozen=True)
-class FVConfig:
-    """Settings of the function-vector job (:func:`run`).
-
-    Attributes:
-        tasks: task names of the suite (default: all).
-        suite: ``words`` (the function-vector-style word tasks; the only suite of
-            ``{input, output}`` pairs).
-        n_prompts, shots: prompts per task and demonstrations per prompt.
-        seeds: prompt seeds; the score is the mean over seeds and ``fv_std`` their spread.
-        max_rows: prompts x patched heads per forward pass.
-        progress: report the passes (:mod:`induction.progress`).
-    """
-
-    tasks: Sequence[str] | None = None
-    suite: str = "words"
-    n_prompts: int = 16
-    shots: int = 5
-    seeds: int = 1
-    max_rows: int = DEFAULT_MAX_ROWS
-    progress: bool = False
-
-    def __post_init__(self) -> None:
-        for name, least in (("shots", 2), ("n_prompts", 1), ("seeds", 1), ("max_rows", 1)):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < least:
-                what = " to shuffle labels" if name == "shots" else ""
-                flag = name.replace("_", "-")
-                raise InputError(f"--{flag} must be >= {least}{what}, got {getattr(self, name)}")
-        if self.suite != "words":
-            raise InputError(
-                f"--suite {self.suite!r}: FV scores need word-pair tasks; use --suite words"
-            )
 
 
 def run(

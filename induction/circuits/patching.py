@@ -31,28 +31,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from induction.circuits.config import check_mode
 from induction.errors import InputError
 from induction.heads import Head
-
-#: How a head is silenced: zeroed, set to its mean, or resampled from another prompt.
-PatchMode = Literal["zero", "mean", "resample"]
-#: Which prompts a mean or resample comes from: random tokens, or the task's own prompts.
-Reference = Literal["random", "task"]
-MODES: tuple[PatchMode, ...] = get_args(PatchMode)
-REFERENCES: tuple[Reference, ...] = get_args(Reference)
-
-
-def check_mode(mode: str, reference: str) -> None:
-    if mode not in MODES:
-        raise InputError(f"unknown ablation mode {mode!r}; use one of {', '.join(MODES)}")
-    if reference not in REFERENCES:
-        raise InputError(f"unknown reference {reference!r}; use one of {', '.join(REFERENCES)}")
 
 
 def z_hook(layer: int) -> str:

@@ -9,58 +9,28 @@ from typing import Annotated
 
 import typer
 
+from induction.circuits.config import CircuitsConfig, EffectsConfig
+from induction.commands.config_options import config_command
 from induction.commands.options import (
     DEFAULT_MODEL,
     DeviceOpt,
     DtypeOpt,
     ModelArg,
     OutOpt,
-    PromptBatchOpt,
-    SeedsOpt,
-    SeqLenOpt,
     figure_opt,
 )
 from induction.errors import InputError
 
-ModeOpt = Annotated[
-    str, typer.Option("--mode", help="How a head is ablated: zero, mean or resample.")
-]
-ReferenceOpt = Annotated[
-    str,
-    typer.Option(
-        "--reference",
-        help="Distribution for mean/resample: random (random-token prompts, Yin and "
-        "Steinhardt 2025) or task (the repeated-token prompts).",
-    ),
-]
 ThreadsOpt = Annotated[
     int | None, typer.Option("--threads", help="CPU threads for torch (default: torch's).")
 ]
 
 
-def _seeds(text: str):
-    from induction.prompts import normalize_seeds
-
-    try:
-        value = tuple(int(x) for x in text.split(",") if x.strip()) if "," in text else int(text)
-    except ValueError:
-        raise InputError(
-            f"--seeds {text!r}: give a count (3) or comma-separated integers (0,1,2)"
-        ) from None
-    return normalize_seeds(value)
-
-
-def _common(
-    model: str, batch: int, mode: str, reference: str, out: Path | None, plot: Path | None, threads
-):
-    from induction.circuits.patching import check_mode
+def _common(out: Path | None, plot: Path | None, threads: int | None) -> None:
     from induction.io import TABLE_SUFFIXES, check_output_path
 
-    if batch <= 0:
-        raise InputError(f"--batch must be a positive integer, got {batch}")
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
-    check_mode(mode, reference)
     check_output_path(out, TABLE_SUFFIXES, "--out")
     if plot is not None and plot.suffix.lower() not in (".html", ".png"):
         raise InputError(f"--plot {plot}: use a .html or .png file name")
@@ -96,27 +66,13 @@ def _draw(result, plot: Path) -> None:
         result.plot(plot)
 
 
+@config_command(CircuitsConfig, progress=True)
 def circuits(
     model: ModelArg = DEFAULT_MODEL,
-    threshold: Annotated[
-        float, typer.Option("--threshold", help="Induction heads: score at least this.")
-    ] = 0.4,
-    top: Annotated[
-        int | None,
-        typer.Option("--top", help="Instead of --threshold, the top n heads by induction score."),
-    ] = None,
+    config: CircuitsConfig = CircuitsConfig(),
     partners: Annotated[
         int, typer.Option("--partners", help="Partners shown per induction head.")
     ] = 3,
-    seq_len: SeqLenOpt = None,
-    batch: PromptBatchOpt = 8,
-    seeds: SeedsOpt = "1",
-    mode: ModeOpt = "zero",
-    reference: ReferenceOpt = "task",
-    key_path: Annotated[
-        bool,
-        typer.Option("--key-path/--no-key-path", help="Also ablate on the path into the keys."),
-    ] = True,
     out: OutOpt = None,
     graph: Annotated[
         Path | None,
@@ -135,12 +91,7 @@ def circuits(
     the path into its keys); for a grown model, trace the circuits to their ancestors."""
     from lineage.export import SUFFIXES as GRAPH_SUFFIXES
 
-    seed_list = _seeds(seeds)
-    _common(model, batch, mode, reference, out, plot, threads)
-    if not 0 <= threshold <= 1:
-        raise InputError(f"--threshold must be in [0, 1], got {threshold}")
-    if top is not None and top < 1:
-        raise InputError(f"--top must be >= 1, got {top}")
+    _common(out, plot, threads)
     if partners < 1:
         raise InputError(f"--partners must be >= 1, got {partners}")
     if graph is not None and graph.suffix.lower() not in GRAPH_SUFFIXES:
@@ -149,18 +100,7 @@ def circuits(
         from induction.circuits.job import induction_circuits
 
         loaded = _load(model, device, dtype, threads)
-        result = induction_circuits(
-            loaded,
-            threshold=threshold,
-            top=top,
-            seq_len=seq_len,
-            batch=batch,
-            seeds=seed_list,
-            mode=mode,
-            reference=reference,
-            key_path=key_path,
-            progress=True,
-        )
+        result = induction_circuits(loaded, config)
         print_circuits(result, partners)
         if out is not None:
             result.save(out)
@@ -226,18 +166,11 @@ def print_circuits(result, partners: int = 3) -> None:
             typer.echo(f"  {g['ancestor_pair']} ({was}) -> {', '.join(g['circuits'])}")
 
 
+@config_command(EffectsConfig, scores=True, progress=True)
 def effects(
     model: ModelArg = DEFAULT_MODEL,
-    seq_len: SeqLenOpt = None,
-    batch: PromptBatchOpt = 8,
-    seeds: SeedsOpt = "1",
-    mode: ModeOpt = "zero",
-    reference: ReferenceOpt = "task",
+    config: EffectsConfig = EffectsConfig(),
     top: Annotated[int, typer.Option("--top", help="Heads shown in the table.")] = 15,
-    atp: Annotated[
-        bool,
-        typer.Option("--atp/--no-atp", help="Also estimate by attribution patching."),
-    ] = True,
     out: OutOpt = None,
     plot: figure_opt("Layer x head heatmaps") = None,
     device: DeviceOpt = "auto",
@@ -246,25 +179,14 @@ def effects(
 ) -> None:
     """Ablate every head alone (batched) and report its effect on the in-context loss of
     repeated tokens; compare with attribution patching."""
-    seed_list = _seeds(seeds)
-    _common(model, batch, mode, reference, out, plot, threads)
+    _common(out, plot, threads)
     if top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
     with _claimed(model, {"--out": out, "--plot": plot}):
         from induction.circuits.effects import head_effects
 
         loaded = _load(model, device, dtype, threads)
-        result = head_effects(
-            loaded,
-            mode=mode,
-            reference=reference,
-            seq_len=seq_len,
-            batch=batch,
-            seeds=seed_list,
-            atp=atp,
-            scores=True,
-            progress=True,
-        )
+        result = head_effects(loaded, config)
         df = result.to_frame().sort_values("rank").head(top)
         s = result.summary()
         typer.echo(
@@ -280,7 +202,7 @@ def effects(
             typer.echo(
                 f"{r.rank:>4} {'L%dH%d' % (r.layer, r.head):>6} "
                 f"{r.effect:>8.3f} ± {r.effect_se:<5.3f}"
-                + (f" {r.atp:>8.3f}" if atp else f" {'':>8}")
+                + (f" {r.atp:>8.3f}" if config.atp else f" {'':>8}")
                 + f" {getattr(r, 'induction', float('nan')):>9.3f}"
                 + f" {getattr(r, 'previous_token', float('nan')):>8.3f}"
             )

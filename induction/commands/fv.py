@@ -8,24 +8,17 @@ from typing import Annotated
 
 import typer
 
+from induction.circuits.config import FVConfig
+from induction.commands.config_options import config_command
 from induction.commands.options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, ModelArg, figure_opt
 from induction.errors import InputError
 from induction.heads import head_label
 
 
+@config_command(FVConfig, progress=True)
 def fv(
     model: ModelArg = DEFAULT_MODEL,
-    task: Annotated[
-        list[str] | None,
-        typer.Option("--task", help="Only these tasks of the words suite (repeatable)."),
-    ] = None,
-    n_prompts: Annotated[
-        int, typer.Option("--n-prompts", help="Few-shot prompts per task and seed.")
-    ] = 16,
-    shots: Annotated[int, typer.Option("--shots", help="Demonstrations per prompt.")] = 5,
-    seeds: Annotated[
-        int, typer.Option("--seeds", help="Prompt seeds 0..n-1 (the spread is over seeds).")
-    ] = 1,
+    config: FVConfig = FVConfig(),
     top: Annotated[int, typer.Option("--top", help="Heads shown in the table.")] = 12,
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Score table (.csv, .parquet, .jsonl).")
@@ -40,12 +33,9 @@ def fv(
     """Score every head by its function-vector effect: its mean output at the last position
     of clean few-shot prompts, patched into prompts with shuffled labels, raises the answer's
     probability by this much (the causal indirect effect, mean over the words tasks)."""
-    from induction.circuits.fv import FVConfig
     from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs, wrote
     from induction.specs import model_inputs
 
-    # checked here, before the model loads
-    config = FVConfig(tasks=task, n_prompts=n_prompts, shots=shots, seeds=seeds, progress=True)
     if top < 1:
         raise InputError(f"--top must be an integer >= 1, got {top}")
     if threads is not None and threads < 1:
@@ -65,7 +55,7 @@ def fv(
         typer.echo(
             f"{result.model}: function-vector score (mean causal indirect effect on the "
             f"answer's probability over {result.settings['n_tasks']} words tasks, "
-            f"{n_prompts} prompts x {seeds} seed(s), {shots} shots)"
+            f"{config.n_prompts} prompts x {config.seeds} seed(s), {config.shots} shots)"
         )
         typer.echo(f"{'rank':>4} {'head':>6} {'fv':>9} {'sd (seeds)':>10}")
         for r in table.itertuples(index=False):

@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from induction.config_fields import PROMPT_BATCH_HELP, SEEDS_HELP, SEQ_LEN_HELP
 from induction.zoo.registry import DEFAULT_MODEL  # noqa: F401  (re-exported)
 
 ModelArg = Annotated[
@@ -63,27 +64,12 @@ TrustRemoteCodeOpt = Annotated[
 ]
 
 # --------------------------------------------------------------------------- prompts
-# The repeated-random-token prompts ``[BOS] + r + r`` every head-level command draws; each
-# option is declared here once, with the command's own default in its signature.
+# The repeated-random-token prompts ``[BOS] + r + r`` of the commands whose job has no config
+# yet; the help is the config fields' (``induction.config_fields``), the default the command's.
 
-SeqLenOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--seq-len",
-        help="Length T of the random block r in [BOS] + r + r (default: the model's, 32 for "
-        "zoo models, 50 otherwise).",
-    ),
-]
-PromptBatchOpt = Annotated[int, typer.Option("--batch", help="Prompts per seed.")]
-SeedsOpt = Annotated[
-    str,
-    typer.Option(
-        "--seeds",
-        help="Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2. Each seed draws --batch "
-        "prompts; the spread over seeds is the ± column. (Commands with one random stream "
-        "take --seed; `ablate --prompt-seeds N` repeats with seeds seed..seed+N-1.)",
-    ),
-]
+SeqLenOpt = Annotated[int | None, typer.Option("--seq-len", help=SEQ_LEN_HELP)]
+PromptBatchOpt = Annotated[int, typer.Option("--batch", help=PROMPT_BATCH_HELP)]
+SeedsOpt = Annotated[str, typer.Option("--seeds", help=SEEDS_HELP)]
 
 
 def figure_opt(what: str):

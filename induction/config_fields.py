@@ -1,0 +1,92 @@
+"""Config fields that carry their command-line option: declared once, next to the setting.
+
+A job's frozen config dataclass is the one place a setting lives: its type, its default, its
+validation and, through :func:`option`, its flag and help text. ``induction.commands.
+config_options`` builds a command's options from these fields, so the CLI restates none of them
+(the way ``dataclasses.field`` metadata is meant to be used: read by tools, ignored by the
+class). A field without option metadata is not on the command line (``progress``, ``max_rows``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import Field, field
+from typing import Any
+
+from induction.errors import InputError
+
+#: Metadata keys read by ``induction.commands.config_options``.
+HELP = "cli_help"
+FLAGS = "cli_flags"
+PARSE = "cli_parse"  # text -> field value, for a field the command line spells as text
+
+
+def option(
+    default: Any,
+    help: str,
+    *flags: str,
+    default_factory: Any = None,
+    parse: Callable[[str], Any] | None = None,
+) -> Any:
+    """A dataclass field with ``default`` whose command-line option says ``help``.
+
+    ``flags``: the option's names (default ``--field-name``); a boolean may be spelt
+    ``"--on/--off"``, a tuple-valued field takes the option once per value (``--task a
+    --task b``). ``parse``: the option is read as text and turned into the value by it
+    (``--seeds 3`` or ``--seeds 0,1,2``)."""
+    metadata = {HELP: help, FLAGS: flags, PARSE: parse}
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def option_fields(config_cls: type) -> list[Field]:
+    """The fields of ``config_cls`` that are command-line options, in declaration order."""
+    from dataclasses import fields
+
+    return [f for f in fields(config_cls) if HELP in f.metadata]
+
+
+def flags_of(f: Field) -> tuple[str, ...]:
+    """The option names of field ``f``: its declared flags, or ``--field-name``."""
+    return tuple(f.metadata.get(FLAGS) or ()) or ("--" + f.name.replace("_", "-"),)
+
+
+# --------------------------------------------------------------------------- prompts
+# The repeated-random-token prompts ``[BOS] + r + r`` that every head-level job draws: the
+# same three settings, spelt the same way by every config and command.
+
+SEQ_LEN_HELP = (
+    "Length T of the random block r in [BOS] + r + r (default: the model's, 32 for zoo "
+    "models, 50 otherwise)."
+)
+PROMPT_BATCH_HELP = "Prompts per seed."
+SEEDS_HELP = (
+    "Prompt seeds: a count n (seeds 0..n-1) or a list 0,1,2. Each seed draws --batch prompts; "
+    "the spread over seeds is the ± column. (Commands with one random stream take --seed; "
+    "`ablate --prompt-seeds N` repeats with seeds seed..seed+N-1.)"
+)
+
+
+def parse_seeds(text: str) -> int | tuple[int, ...]:
+    """``"3"`` -> 3 (seeds 0..2), ``"0,1,2"`` -> (0, 1, 2); one-line error otherwise."""
+    try:
+        if "," in text:
+            return tuple(int(x) for x in text.split(",") if x.strip())
+        return int(text)
+    except ValueError:
+        raise InputError(
+            f"--seeds {text!r}: give a count (3) or comma-separated integers (0,1,2)"
+        ) from None
+
+
+def seq_len_option() -> Any:
+    return option(None, SEQ_LEN_HELP)
+
+
+def prompt_batch_option(default: int = 8) -> Any:
+    return option(default, PROMPT_BATCH_HELP, "--batch")
+
+
+def seeds_option(default: int = 1) -> Any:
+    return option(default, SEEDS_HELP, parse=parse_seeds)
