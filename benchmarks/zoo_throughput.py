@@ -6,7 +6,7 @@ the same run (issue 22, item 6), for the batch sizes and thread counts the zoo c
 Each configuration trains ``--steps`` real steps of the fixed protocol (after 3 warm-up steps)
 on the zoo's data, single process; the baseline is a float32 ``n x n`` matmul at the same
 thread count (the machine's dense-matmul rate, the ceiling a tiny model cannot reach). FLOPs
-are :func:`induction.training.train.matmul_flops_per_token` (forward + backward matmuls). Ratios,
+are :func:`induction.training.model.matmul_flops_per_token` (forward + backward matmuls). Ratios,
 not wall
 times, are the result: machines are noisy. Writes ``benchmarks/results/zoo_throughput.json``
 with ``--out``.
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from induction.io import write_json  # noqa: E402
 from induction.training.protocol import _initial_model, _optimizer, batch_at, preset_config  # noqa: E402
-from induction.training.train import matmul_flops_per_token  # noqa: E402
+from induction.training.model import matmul_flops_per_token  # noqa: E402
 
 
 def matmul_peak(threads: int, n: int = 512, reps: int = 20) -> float:

@@ -1,7 +1,7 @@
-"""The zoo's network, shared by both trainers: the tiny Llama a config describes, its FLOPs per
-token, and the trainer's in-loop induction monitor.
+"""The zoo's network, shared by both trainers: the tiny Llama a config describes, its name,
+its FLOPs per token, and the trainer's in-loop induction monitor.
 
-Both training configs (the first zoo's :class:`~induction.training.train.ZooTrainConfig` and
+Both training configs (the first zoo's :class:`~induction.training.first_zoo.ZooTrainConfig` and
 the fixed protocol's :class:`~induction.training.protocol.FixedTrainConfig`) describe a model
 by the fields of :class:`ModelShape`, so the trainers share this module instead of importing
 each other.
@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from induction.prompts import PromptLayout
 from induction.zoo import vocab as V
 
 
@@ -26,6 +27,15 @@ class ModelShape(Protocol):
     init_std: float
     seed: int
     seq_len: int
+
+
+def zoo_model_name(cfg) -> str:
+    """``grown-s0``; a depth other than the first zoo's 8 is spelled out: ``grown12-s0``; a
+    fixed-protocol model is ``<preset>-s<seed>``."""
+    if getattr(cfg, "protocol", None) == "fixed":
+        return f"{cfg.preset}-s{cfg.seed}"
+    depth = "" if cfg.depth == 8 else str(cfg.depth)
+    return f"{cfg.family}{depth}-s{cfg.seed}"
 
 
 def build_model(cfg: ModelShape, n_layers: int):
@@ -82,5 +92,6 @@ def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999
     finally:
         model.set_attn_implementation(impl)
         model.train(was_training)
-    q = torch.arange(1 + distance, 1 + 2 * distance)
-    return torch.stack([a[:, :, q, q - distance + 1].mean(dim=(0, 2)) for a in attentions])
+    # the detector's own (query, key) pairs of the stripe, so there is one definition of it
+    q, k, n_queries = PromptLayout(seq_len=distance, n_repeats=2).pairs("induction")
+    return torch.stack([a[:, :, q, k].sum(dim=2).mean(dim=0) / n_queries for a in attentions])

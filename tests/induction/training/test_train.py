@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from induction import load_model
 from induction.commands.main import app
 from induction.errors import InputError
-from induction.training.train import ZooTrainConfig, train
+from induction.training.first_zoo import ZooTrainConfig
+from induction.training.train import train
 from lineage.log import duplication_log
 
 
@@ -118,7 +119,7 @@ def fixed(preset, **kw):
 
 
 def test_fixed_growth_happens_at_the_preset_step_whatever_the_scores(monkeypatch):
-    import induction.training.train
+    import induction.training.protocol
     from induction.training.protocol import growth_steps, train_fixed
 
     cfg = fixed("lidas8")
@@ -127,7 +128,7 @@ def test_fixed_growth_happens_at_the_preset_step_whatever_the_scores(monkeypatch
     assert growth_steps(fixed("lidas8", depth=12, steps=60)) == [10, 30]  # shares 1:2:3
     for score in (0.0, 1.0):  # a head "formed" at once or never: the same schedule
         monkeypatch.setattr(
-            induction.training.train,
+            induction.training.protocol,  # the module whose loop reads the monitor
             "induction_head_scores",
             lambda m, d, score=score, **k: torch.full((1, 1), score),
         )
@@ -151,8 +152,8 @@ def test_fixed_families_see_the_same_data():
 
 
 def test_fixed_flop_and_parameter_accounting():
+    from induction.training.model import build_model
     from induction.training.protocol import param_count, train_fixed
-    from induction.training.train import build_model
 
     cfg = fixed("dense8")
     assert param_count(cfg, 8) == sum(p.numel() for p in build_model(cfg, 8).parameters())
@@ -172,7 +173,7 @@ def test_fixed_flop_and_parameter_accounting():
 
 
 def matmul_ratio(cfg, a, b):
-    from induction.training.train import matmul_flops_per_token
+    from induction.training.model import matmul_flops_per_token
 
     return matmul_flops_per_token(cfg, a, 24) / matmul_flops_per_token(cfg, b, 24)
 
@@ -360,3 +361,27 @@ def test_fixed_bare_resume_states_lose_little_work(tmp_path):
     a, b = (load_file(tmp_path / x / "model.safetensors") for x in ("a", "b"))
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not list((tmp_path / "b" / "checkpoints").glob("state-*"))  # gone once finished
+
+
+def test_the_training_monitor_reads_the_detectors_stripe():
+    """The monitor takes its (query, key) pairs from the detector's PromptLayout: on the same
+    prompts it equals the stripe written out, mean over queries r[1:] of the second copy."""
+    import numpy as np
+
+    from induction.training.model import build_model, induction_head_scores
+    from induction.zoo import vocab as V
+
+    cfg = tiny("dense")
+    model = build_model(cfg, 2)
+    d, batch, seed = 7, 4, 3
+    got = induction_head_scores(model, d, batch=batch, seed=seed)
+    rng = np.random.default_rng(seed)
+    ids = np.arange(V.FIRST_ORDINARY_ID, V.VOCAB_SIZE)
+    r = np.stack([rng.choice(ids, d, replace=False) for _ in range(batch)])
+    tokens = torch.tensor(np.concatenate([np.full((batch, 1), V.BOS_ID), r, r], axis=1))
+    model.set_attn_implementation("eager")
+    attentions = model(tokens, output_attentions=True).attentions
+    q = torch.arange(1 + d, 1 + 2 * d)
+    want = torch.stack([a[:, :, q, q - d + 1].mean(dim=(0, 2)) for a in attentions])
+    assert got.shape == (2, cfg.n_heads)
+    torch.testing.assert_close(got, want.detach())
