@@ -28,6 +28,11 @@ from typing import Any
 
 import torch
 
+from induction.config_fields import (  # noqa: F401  (re-exported: seeds are settings)
+    MAX_SEED,
+    MAX_SEED_COUNT,
+    normalize_seeds,
+)
 from induction.errors import InputError
 
 #: Shortest random block: with T = 1 the induction target would be the query itself.
@@ -187,37 +192,6 @@ class RepeatedPrompts:
     def for_seed(self, seed: int) -> torch.Tensor:
         i = self.seeds.index(seed)
         return self.tokens[i * self.batch : (i + 1) * self.batch]
-
-
-#: Largest prompt seed (torch generators take 64-bit seeds) and most seeds a count may ask for.
-MAX_SEED = 2**63 - 1
-MAX_SEED_COUNT = 10_000
-
-
-def normalize_seeds(seeds: int | Sequence[int]) -> tuple[int, ...]:
-    """An int ``n`` means seeds ``0 .. n-1``; a sequence is used as given (duplicates refused)."""
-    if isinstance(seeds, bool):
-        raise InputError("seeds must be a count or a list of integers")
-    if isinstance(seeds, int):
-        if seeds < 1:
-            raise InputError(f"need at least one prompt seed, got {seeds}")
-        if seeds > MAX_SEED_COUNT:
-            raise InputError(
-                f"{seeds} prompt seeds is too many (at most {MAX_SEED_COUNT}); "
-                "give a smaller count or a list of seeds"
-            )
-        return tuple(range(seeds))
-    out = tuple(int(s) for s in seeds)
-    if not out:
-        raise InputError("need at least one prompt seed")
-    if len(set(out)) != len(out):
-        raise InputError(f"duplicate prompt seeds in {list(out)}")
-    if any(s < 0 for s in out):
-        raise InputError(f"prompt seeds must be >= 0, got {list(out)}")
-    if any(s > MAX_SEED for s in out):
-        big = next(s for s in out if s > MAX_SEED)
-        raise InputError(f"prompt seed {big} is too large; seeds must be in 0..{MAX_SEED}")
-    return out
 
 
 def check_prompt_shape(

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from induction.config_fields import option, prompt_batch_option, seeds_option, seq_len_option
+from induction.config_fields import (
+    normalize_seeds,
+    option,
+    prompt_batch_option,
+    seeds_option,
+    seq_len_option,
+)
 from induction.errors import InputError
 
 #: How a head is silenced: zeroed, set to its mean, or resampled from another prompt.
@@ -41,8 +47,6 @@ def check_mode(mode: str, reference: str) -> None:
 
 def _check_prompts(batch: Any, seeds: Any) -> None:
     """The prompt settings every head-level job shares, checked before a model loads."""
-    from induction.prompts import normalize_seeds
-
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise InputError(f"--batch must be a positive integer, got {batch!r}")
     normalize_seeds(seeds)

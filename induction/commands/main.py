@@ -16,6 +16,7 @@ import errno
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from typing import NoReturn
 
@@ -308,6 +309,14 @@ register_commands(app)
 
 def main() -> None:
     """Console-script entry point (``induction``)."""
+    try:  # torch loads its libraries relative to the working folder: check it first (EN10)
+        os.getcwd()
+    except FileNotFoundError:
+        typer.echo(
+            "error: the current folder no longer exists; cd to an existing folder and run again",
+            err=True,
+        )
+        raise SystemExit(2) from None
     app(prog_name="induction")
 
 

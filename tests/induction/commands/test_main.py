@@ -100,3 +100,35 @@ def test_info_json_reports_growth_stages():
     assert grown["n_layers"] == 12 and grown["looped"] is False
     dense = json.loads(runner.invoke(app, ["info", "dense", "--json"]).stdout)
     assert dense["lineage"] is False and "depth_per_stage" not in dense
+
+
+def test_the_command_line_starts_without_torch():
+    """`induction --help` and option parsing import no torch (seconds on a cold start); the
+    job configs the commands build their options from are torch-free for this reason."""
+    import subprocess
+    import sys
+
+    code = "import sys, induction.commands.main; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_a_deleted_working_folder_is_one_line(tmp_path):
+    """EN10: run from a folder that was removed: one error line, exit 2, before torch loads."""
+    import shutil
+    import subprocess
+    import sys
+
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    code = (
+        "import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+        "sys.argv = ['induction', 'show', 'lidas8', '--heads', 'L5H1']; "
+        "from induction.commands.main import main; main()"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(gone)], capture_output=True, text=True)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "error: the current folder no longer exists; cd to an existing folder and run again"
+    ]
+    shutil.rmtree(gone, ignore_errors=True)
