@@ -372,6 +372,13 @@ class ResultCache:
         self.hits = 0
         if self.path is not None and self.path.is_file():
             self._load(self.path)
+        elif self.path is not None and (self.path.exists() or self.path.is_symlink()):
+            # a folder, FIFO or dangling link where the cache file belongs (AC13): recompute
+            # and cache nothing, rather than fail at the first write or read from a FIFO
+            from induction.cache_integrity import note_damaged
+
+            note_damaged(self.path, "not a regular file; results are recomputed, not cached")
+            self.path = None
 
     def _load(self, path: Path) -> None:
         from induction.cache_integrity import note_damaged

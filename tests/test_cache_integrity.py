@@ -308,3 +308,22 @@ def test_sweep_rebuilds_a_damaged_file_and_a_changed_card(tiny_llama_dir, tmp_pa
     assert report.computed == 1
     assert len(list(out.glob("*.parquet"))) == 1  # the stale file of that label is gone
     assert set(read_dataset(out)["step"]) == {999999}
+
+
+@pytest.mark.parametrize("kind", ["folder", "dangling link"])
+def test_a_resume_cache_that_is_not_a_file_is_bypassed_once(kind, tmp_path, capsys):
+    """AC13: ``ablate/<fp>.jsonl`` is a folder (or a dangling link): results are computed and
+    not cached, with one note; nothing is removed."""
+    from ablation.engine import ResultCache
+
+    path = tmp_path / "c.jsonl"
+    if kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to(tmp_path / "nowhere")
+    cache = ResultCache(path)
+    cache.put("fp|clean", _result(0.75))
+    assert cache.get("fp|clean") == _result(0.75)  # this run still reuses its own result
+    (line,) = notes(capsys.readouterr().err)
+    assert str(path) in line and "not a regular file" in line
+    assert path.is_dir() if kind == "folder" else path.is_symlink()
