@@ -729,6 +729,8 @@ CASES: list[Case] = [
     C("P07", "info ../../../../etc"),
     C("P08", "info {d}/dir.gguf/", lambda e: (e.d / "dir.gguf").mkdir()),
     C("P09_new", "scan {d}/loop --seeds 1", _symlink_loop("loop"), "symlink loop"),
+    C("LD_looplink_sweep", "sweep {d}/loop --out {d}/ds --seeds 1 --batch 2",
+      _symlink_loop("loop"), "symlink loop"),  # fmt: skip
     # LD: files of a model folder that would hang the load (round 3)
     C("LD_fifo", SHOW, _fifo("good/model.safetensors"), "model.safetensors", "FIFO"),
     C("LD_fifo_config", "info {good}", _fifo("good/config.json"), "config.json", "FIFO"),

@@ -193,6 +193,11 @@ def discover(sources: Sequence[str], revisions: Sequence[str] | None = None) -> 
         path = Path(text).expanduser()
         if path.exists():  # DIR and DIR/ are one model, not two series
             text = os.path.normpath(text)
+        elif path.is_symlink():  # dangling or looping: an input error, not a failed model
+            from induction.specs import resolve_spec
+
+            resolve_spec(text)  # raises its one-line error
+            raise InputError(f"{text} is a link to nothing; point it at a checkpoint folder")
         if path.is_dir() and (path / "checkpoints").is_dir():
             items += _run_items(path, text)
         else:
