@@ -79,7 +79,9 @@ def user_prompt_ids(loaded: Any, prompt: str) -> list[int]:
     tok = loaded.tokenizer
     if tok is None:
         raise InputError(f"{loaded.info.name} has no tokenizer to read --prompt with")
-    ids = [int(i) for i in tok(str(prompt))["input_ids"]]
+    # verbose=False: the length is checked below, in one line, instead of transformers'
+    # "Token indices sequence length ..." warning (SH06)
+    ids = [int(i) for i in tok(str(prompt), verbose=False)["input_ids"]]
     bos = loaded.info.bos_token_id
     if bos is not None and (not ids or ids[0] != int(bos)):
         ids = [int(bos), *ids]

@@ -225,3 +225,17 @@ def test_static_png_with_or_without_kaleido():
 
     data = static_png(go.Figure(go.Bar(y=[1, 2])), scale=1)
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_prompt_longer_than_the_context_is_one_error_and_no_warning(capfd):
+    """SH06: the length is refused in one line; transformers' own "Token indices sequence
+    length" warning is not printed before it."""
+    from induction import load_model
+    from induction.errors import InputError
+    from induction.views import user_prompt_ids
+
+    loaded = load_model("lidas8", device="cpu")
+    with pytest.raises(InputError, match="context is 256; shorten it"):
+        user_prompt_ids(loaded, "a b c " * 400)
+    captured = capfd.readouterr()
+    assert "Token indices" not in captured.err + captured.out
