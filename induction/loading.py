@@ -228,6 +228,25 @@ def _load_folder(
     *,
     display_path: Path | None = None,
 ) -> LoadedModel:
+    if not _utf8(str(folder)):
+        # bytes that are not UTF-8 in the path (LD_badbytes): the Rust tokenizer and
+        # safetensors take only UTF-8 paths, so load through links in a plainly named folder;
+        # the model keeps its real path (card, duplication log)
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="induction-load-") as plain:
+            for entry in folder.iterdir():
+                os.symlink(entry.absolute(), Path(plain) / _plain_name(entry.name))
+            return _load_folder(
+                Path(plain),
+                name,
+                source,
+                dev,
+                dtype,
+                device_map,
+                trust_remote_code,
+                display_path=display_path or folder,
+            )
     check_folder_files(folder)  # a FIFO config.json or model.safetensors would block the load
     _check_config(folder, trust_remote_code)
     tokenizer = _load_tokenizer(folder, trust_remote_code)
@@ -482,6 +501,18 @@ def _load_tokenizer(folder: Path, trust_remote_code: bool):
         return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
     except Exception as e:
         raise ModelLoadError(f"cannot load the tokenizer in {folder}: {one_line(e)}") from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # surrogate-escaped bytes of a non-UTF-8 file name
+        return False
+    return True
+
+
+def _plain_name(name: str) -> str:
+    return name if _utf8(name) else os.fsencode(name).decode("utf-8", "replace")
 
 
 def _from_pretrained(folder: Path, dtype, dev, device_map, trust_remote_code: bool):

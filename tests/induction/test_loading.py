@@ -301,3 +301,19 @@ def test_device_map_auto_loads(tiny_llama_dir):
         assert loaded.bridge(tokens).shape == (1, 4, 128)
     with pytest.raises(ModelLoadError, match="not both"):
         load_model(str(tiny_llama_dir), device="cpu", device_map="auto")
+
+
+def test_a_folder_whose_name_is_not_utf8_loads(tiny_llama_dir, tmp_path):
+    """LD_badbytes: the Rust tokenizer and safetensors refuse non-UTF-8 paths; the loader
+    reads through plainly named links and keeps the real path."""
+    import os
+    import shutil
+
+    from induction import load_model
+
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/bad\xffname"))
+    shutil.copytree(tiny_llama_dir, odd)
+    loaded = load_model(str(odd), device="cpu")
+    assert loaded.info.path == str(odd)
+    ids = loaded.tokenizer("a b")["input_ids"]
+    assert loaded.bridge(torch.tensor([ids])).shape[:2] == (1, len(ids))
