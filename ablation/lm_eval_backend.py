@@ -217,6 +217,12 @@ def _load_tasks(tm, names: list[str]) -> dict:
         except Exception as e:  # datasets/hub errors come in many types
             if _is_sandbox_error(e):
                 raise _sandbox_refusal(name, e) from None
+            unreadable = _unreadable_data(e)
+            if unreadable is not None:  # a local data file the harness found but cannot parse
+                raise InputError(
+                    f"lm-eval task {name!r}: its data file could not be read ({unreadable}); "
+                    "fix the file (JSON lines: one object per line) or the task's data_files"
+                ) from None
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
             raise InputError(
                 f"lm-eval task {name!r} could not load its dataset ({type(e).__name__}: "
@@ -227,6 +233,17 @@ def _load_tasks(tm, names: list[str]) -> dict:
     if not merged["tasks"]:
         raise InputError(f"--lm-eval {','.join(names)} selects no task")
     return merged
+
+
+def _unreadable_data(e: BaseException) -> str | None:
+    """The parse error behind a ``datasets`` generation error, when a local file's content is
+    what failed (pyarrow's ``ArrowInvalid``, a JSON or CSV error), as one short line."""
+    seen = 0
+    while e is not None and seen < 8:
+        if type(e).__name__ in ("ArrowInvalid", "JSONDecodeError", "ParserError"):
+            return (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        e, seen = (e.__cause__ or e.__context__), seen + 1
+    return None
 
 
 def _data_folder(tm, name: str) -> Path | None:
@@ -558,6 +575,8 @@ def _describe(task_dict: dict, cfg) -> list[LmEvalTask]:
         docs = list(task.eval_docs)
         if cfg.n_items is not None:
             docs = docs[: cfg.n_items]
+        _check_docs(name, task, docs)  # before any model runs: data and metrics that fit
+        _check_scoring(name, task, docs)
         config = task.dump_config() if hasattr(task, "dump_config") else {}
         for seed in range(cfg.seed, cfg.seed + cfg.prompt_seeds):
             payload = [BACKEND_VERSION, name, config, docs, cfg.n_items, cfg.shots, seed]
@@ -577,6 +596,76 @@ def _describe(task_dict: dict, cfg) -> list[LmEvalTask]:
                 )
             )
     return out
+
+
+#: A template that is one field of the document: ``{{prompt}}``.
+_WHOLE_FIELD = re.compile(r"^\s*\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\s*$")
+
+
+def _check_docs(name: str, task, docs: list) -> None:
+    """Refuse documents whose prompt or answer field is not text (LE06): a ``{{field}}``
+    template renders ``None``, a list or a dict as its Python repr, which the harness would
+    then prompt with and score. An answer may be a number (a choice index, a numeric
+    answer)."""
+    for key, allowed in (("doc_to_text", (str,)), ("doc_to_target", (str, int, float))):
+        template = task.get_config(key)
+        found = _WHOLE_FIELD.match(template) if isinstance(template, str) else None
+        if found is None:
+            continue
+        field_name = found.group(1)
+        for i, doc in enumerate(docs):
+            value = doc.get(field_name) if isinstance(doc, dict) else None
+            if isinstance(value, bool) or not isinstance(value, allowed):
+                shown = repr(value)
+                shown = shown if len(shown) <= 40 else shown[:37] + "..."
+                what = "text" if key == "doc_to_text" else "text or a number"
+                raise InputError(
+                    f"lm-eval task {name!r}: document {i} has {field_name} = {shown}, not "
+                    f"{what}, which {key} would render as its Python form; fix the data file"
+                )
+
+
+def _fake_results(task, doc) -> list:
+    """What the model's requests return, in the shape ``process_results`` reads, for a dry
+    run of the task's metrics before any model runs."""
+    kind = task.get_config("output_type")
+    if kind == "generate_until":
+        return [str(task.doc_to_target(doc))]
+    if kind == "multiple_choice":
+        return [(0.0, False) for _ in task.doc_to_choice(doc)]
+    if kind == "loglikelihood":
+        return [(0.0, True)]
+    return [0.0]  # loglikelihood_rolling
+
+
+def _check_scoring(name: str, task, docs: list) -> None:
+    """A dry run of the task's ``metric_list`` on its first document (LE14): a metric that does
+    not fit the task's output type (``acc`` on generated text) or that does not exist fails
+    here in one line, not in the harness after the model has run."""
+    if not docs:
+        return
+    try:
+        values = task.process_results(docs[0], _fake_results(task, docs[0]))
+        aggregations = task.aggregation()
+        for metric, value in values.items():
+            aggregate = aggregations.get(metric)
+            if not callable(aggregate):
+                raise TypeError(f"metric {metric!r} has no aggregation")
+            float(aggregate([value, value]))
+    except InputError:
+        raise
+    except Exception as e:
+        if _is_sandbox_error(e):
+            raise _sandbox_refusal(name, e) from None
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
+        metrics = [
+            m.get("metric") for m in task.get_config("metric_list") or [] if isinstance(m, dict)
+        ]
+        raise InputError(
+            f"lm-eval task {name!r} cannot score its {task.get_config('output_type')} outputs "
+            f"with metric_list {metrics} ({type(e).__name__}: {first}); use metrics of that "
+            "output type (generate_until: exact_match; multiple_choice: acc)"
+        ) from None
 
 
 def _apply_shots(task, shots: int | None) -> None:
@@ -772,12 +861,18 @@ def _quiet():
 
     bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # "Generating test split" while loading local files
+    # datasets logs "Failed to load JSON from file ..." before raising; the raise becomes
+    # our one error line (LE11)
+    data_logger = logging.getLogger("datasets")
+    data_level = data_logger.level
+    data_logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
         if bars:
             datasets.enable_progress_bars()
         logger.setLevel(level)
+        data_logger.setLevel(data_level)
         for module, original in patched:
             module.tqdm = original
 

@@ -294,6 +294,9 @@ def _le(folder: str, task: str, extra: str = "", swap=(), files=()):
     return make
 
 
+_LE_TYPES = "".join(
+    json.dumps({"prompt": p, "answer": "w1"}) + "\n" for p in (5, None, ["w1"], {"a": 1})
+)
 _DEEP = "[" * 100_000 + "]" * 100_000
 _NON_UTF8 = b'{"format": "\xff\xfe\xfa"}'
 _PICKLE = b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00}\x94."  # pickle.dumps({})
@@ -729,8 +732,12 @@ CASES: list[Case] = [
     C("P07", "info ../../../../etc"),
     C("P08", "info {d}/dir.gguf/", lambda e: (e.d / "dir.gguf").mkdir()),
     C("P09_new", "scan {d}/loop --seeds 1", _symlink_loop("loop"), "symlink loop"),
-    C("LD_looplink_sweep", "sweep {d}/loop --out {d}/ds --seeds 1 --batch 2",
-      _symlink_loop("loop"), "symlink loop"),  # fmt: skip
+    C(
+        "LD_looplink_sweep",
+        "sweep {d}/loop --out {d}/ds --seeds 1 --batch 2",
+        _symlink_loop("loop"),
+        "symlink loop",
+    ),  # fmt: skip
     # LD: files of a model folder that would hang the load (round 3)
     C("LD_fifo", SHOW, _fifo("good/model.safetensors"), "model.safetensors", "FIFO"),
     C("LD_fifo_config", "info {good}", _fifo("good/config.json"), "config.json", "FIFO"),
@@ -929,6 +936,31 @@ CASES: list[Case] = [
         _le("outdata", "zoo_out"),
         "zoo_lookup.jsonl",
         "is an input",
+        needs="lm-eval",
+    ),
+    C(
+        "LE06",  # prompts that are not text: a number, null, a list, a dict
+        f"{ABL} --lm-eval zoo_types --lm-eval-include {{d}}/le/types",
+        _le("types", "zoo_types", "", (), [("zoo_lookup.jsonl", _LE_TYPES)]),
+        "zoo_types",
+        "document 0 has prompt = 5",
+        needs="lm-eval",
+    ),
+    C(
+        "LE11",  # a data file that is not JSON lines; datasets' own log line stays quiet
+        f"{ABL} --lm-eval zoo_passwd --lm-eval-include {{d}}/le/passwd",
+        _le("passwd", "zoo_passwd", "", (), [("zoo_lookup.jsonl", "root:x:0:0:root:/root\n")]),
+        "zoo_passwd",
+        "data file could not be read",
+        needs="lm-eval",
+    ),
+    C(
+        "LE14",  # a metric of another output type: refused before the model runs
+        f"{ABL} --lm-eval zoo_metric --lm-eval-include {{d}}/le/metric",
+        _le("metric", "zoo_metric", "", [("metric: exact_match", "metric: acc")]),
+        "zoo_metric",
+        "cannot score its generate_until outputs",
+        "['acc']",
         needs="lm-eval",
     ),
     C(
