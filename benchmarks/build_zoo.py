@@ -2,10 +2,11 @@
 
     python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2 3 4] [--families dense8 ...]
 
-Default families: the second zoo (docs/zoo.md, "The second zoo"): ``dense12``, ``lidas12``,
-``lidas12e``, ``looped12``, ``looped12p``, with the seeds of :data:`SEEDS`. The first
-fixed-protocol zoo (``dense8 lidas8 looped8 looped8p``) and the first zoo's families
-(``dense grown looped grown12``) can still be rebuilt with ``--families``.
+Default families: the second zoo (docs/zoo.md, "The second zoo"): ``dense8c``, ``grown8c``,
+``grown8ce``, ``looped8c``, ``looped8cp``, with the seeds of :data:`SEEDS`. The first
+fixed-protocol zoo (``dense8 lidas8 looped8 looped8p``), the 12-layer record (``dense12
+lidas12 lidas12e looped12 looped12p``) and the first zoo's families (``dense grown looped
+grown12``) can still be rebuilt with ``--families``.
 
 Each model trains in its own single-threaded process (two 1-thread jobs give about 1.8x the
 throughput of one 2-thread job on this machine's tiny models). Finished models (``card.json``
@@ -35,9 +36,9 @@ MODELS = ROOT / "induction" / "zoo" / "models"
 FIXED_FAMILIES = list(PRESETS)
 #: Seeds per family of the second zoo (issue 22: at least 5 for dense and both LIDAS arms,
 #: at least 3 for the looped arms); other families: ``--seeds``.
-SEEDS = {"dense12": 5, "lidas12": 5, "lidas12e": 5, "looped12": 3, "looped12p": 3}
+SEEDS = {"dense8c": 5, "grown8c": 5, "grown8ce": 5, "looped8c": 3, "looped8cp": 3}
 #: The default grown model first: its checkpoint series decides the heads-before-growth gate.
-BUILD_ORDER = ["lidas12", "dense12", "lidas12e", "looped12", "looped12p"]
+BUILD_ORDER = ["grown8c", "dense8c", "grown8ce", "looped8c", "looped8cp"]
 assert sorted(BUILD_ORDER) == sorted(SECOND_ZOO)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDS = ("dense-s", "grown-s", "grown12-s", "looped-s")
+RECORDS = ("dense-s", "grown-s", "grown12-s", "looped-s", "dense12-s", "lidas12-s")
 
 
 def test_the_wheel_leaves_the_first_zoo_out_and_stays_small(tmp_path):

@@ -155,6 +155,7 @@ def _quiet_libraries() -> None:
 ZOO_COLUMN = (
     ("fixed-protocol", "FIXED_PROTOCOL"),
     ("second", "SECOND_ZOO"),
+    ("12-layer (record)", "TWELVE_LAYER_ZOO"),
     ("first (record)", "FIRST_ZOO"),
 )
 
@@ -180,7 +181,7 @@ def models() -> None:
             f"without a model use {registry.DEFAULT_MODEL}):"
         )
         typer.echo(
-            f"  {'name':<12} {'family':<8} {'zoo':<14} {'seed':>4} {'layers':>6} {'heads':>5}"
+            f"  {'name':<12} {'family':<9} {'zoo':<17} {'seed':>4} {'layers':>6} {'heads':>5}"
             "  from the card"
         )
         order = [label for label, _ in ZOO_COLUMN] + ["?"]
@@ -188,8 +189,9 @@ def models() -> None:
             typer.echo("  " + _zoo_row(name, registry))  # sorted is stable: registry order
         typer.echo(
             "zoo: fixed-protocol = the current zoo (docs/zoo.md); second = the second "
-            "fixed-protocol zoo,\n     which replaces it once trained; first (record) = the "
-            "first zoo, kept as a record\n     (docs/results.md)."
+            "fixed-protocol zoo,\n     which replaces it once trained; 12-layer (record) = its "
+            "first recipe, which\n     failed the in-context gates; first (record) = the first "
+            "zoo, kept as a record\n     (docs/results.md)."
         )
     else:
         typer.echo(
@@ -239,7 +241,7 @@ def _zoo_row(name: str, registry) -> str:
     if isinstance(card.get("flops_vs_dense"), int | float):
         measured.append(f"{card['flops_vs_dense']:.2f}x dense FLOPs")
     zoo = zoo_generation(name, registry)
-    shape = f"{name:<12} {family:<8} {zoo:<14} {seed:>4} {layers!s:>6} {heads!s:>5}"
+    shape = f"{name:<12} {family:<9} {zoo:<17} {seed:>4} {layers!s:>6} {heads!s:>5}"
     return f"{shape}  {', '.join(measured)}"
 
 

@@ -182,8 +182,9 @@ def icl_phases() -> list[dict]:
     ]
 
 
-#: Shared by every preset of the second zoo: fixed in advance from the pilot.
-SECOND_ZOO = {
+#: The 12-layer zoo (a record): dense12-s0 and lidas12-s0 were trained on it and left variable
+#: assignment at chance, as did the pilot's d12-va, where the 8-layer d8-rec learnt it.
+TWELVE_LAYER_ZOO = {
     "depth": 12,
     "reference_depth": 12,
     "steps": 6000,
@@ -193,14 +194,29 @@ SECOND_ZOO = {
     "probe_every": 250,
 }
 #: LIDAS in four stages of 2 layers from one 4-layer block (abcd -> abbccd -> ... -> 12 layers):
-#: the initial layers b and c end with 5 copies each, so "10 of the 12 strongest heads from 2
-#: ancestors" is reachable (fewest possible m = 2). ``lidas12``: the first stage lasts 30% of
-#: the steps, past the step at which the pilot's 4-layer network formed induction heads, then
-#: a growth every 15%; ``lidas12e``: Prop-1 stage lengths (Saunshi et al. 2024), the first
-#: growth at 1/15 of the steps, before any head forms (the first zoo's regime).
+#: the initial layers b and c end with 5 copies each. ``lidas12``: the first stage lasts 30% of
+#: the steps, then a growth every 15%; ``lidas12e``: Prop-1 stage lengths (Saunshi et al.
+#: 2024), the first growth at 1/15 of the steps, before any head forms.
 LATE_GROWTH = [0.3, 0.45, 0.6, 0.75]
-
-
+#: The second zoo, fixed in advance from the pilot (docs/zoo.md, "The pilot"): d8-rec's recipe
+#: (8 layers, 4,000 steps of the in-context curriculum at lr 3e-3), under which the dense
+#: pilot (seed 0) and the staged-growth pilot m8-s1 (seed 1) both passed the in-context gates.
+SECOND_ZOO = {
+    "depth": 8,
+    "reference_depth": 8,
+    "steps": 4000,
+    "lr": 3e-3,
+    "warmup": 100,
+    "phases": None,  # icl_phases(), filled per config (a fresh list each time)
+    "probe_every": 250,
+}
+#: Growth of the second zoo: from the 4-layer network in four one-layer stages, each copying
+#: the middle layer (MIDAS with b = 1, the layer before the midpoint at an even depth, the
+#: centre at an odd one: abcd -> abbcd -> ... -> abbbbbcd). LIDAS's centred block must be even,
+#: and with 2-layer blocks an 8-layer model gives each ancestor at most 3 copies; one layer at
+#: a time gives b 5, so "10 of the 12 strongest heads from 2 ancestors" is reachable (fewest
+#: possible m = 1).
+STAGED_GROWTH = {"initial_depth": 4, "grow_block": 1, "grow_operator": "midas"}
 #: The fixed-protocol presets (docs/zoo.md). All: d_model 64, 8 heads of 8 dims, 3000 steps
 #: of 32 x 96 tokens, one data stream per seed.
 PRESETS: dict[str, dict] = {
@@ -212,25 +228,42 @@ PRESETS: dict[str, dict] = {
     # parameter-matched: dense8's 8 layers stored, run twice (effective depth 16, 2x FLOPs);
     # same width and heads as dense8, so heads are comparable one to one
     "looped8p": {"family": "looped", "depth": 16, "loop_block": 8, "loops": 2},
-    # the second zoo (SECOND_ZOO): 12 layers, a recipe under which the models learn in context
-    "dense12": {"family": "dense", **SECOND_ZOO},
+    # the 12-layer zoo (TWELVE_LAYER_ZOO, a record: its recipe does not teach variable
+    # assignment at 12 layers)
+    "dense12": {"family": "dense", **TWELVE_LAYER_ZOO},
     "lidas12": {
         "family": "lidas",
-        **SECOND_ZOO,
+        **TWELVE_LAYER_ZOO,
         "initial_depth": 4,
         "grow_block": 2,
         "grow_at": LATE_GROWTH,
     },
     "lidas12e": {
         "family": "lidas",
-        **SECOND_ZOO,
+        **TWELVE_LAYER_ZOO,
         "initial_depth": 4,
         "grow_block": 2,
         "alpha": 1.0,
     },
     # FLOP-matched: a 4-layer block run 3 times; parameter-matched: 12 layers run twice
-    "looped12": {"family": "looped", **SECOND_ZOO, "depth": 12, "loop_block": 4, "loops": 3},
-    "looped12p": {"family": "looped", **SECOND_ZOO, "depth": 24, "loop_block": 12, "loops": 2},
+    "looped12": {"family": "looped", **TWELVE_LAYER_ZOO, "depth": 12, "loop_block": 4, "loops": 3},
+    "looped12p": {
+        "family": "looped",
+        **TWELVE_LAYER_ZOO,
+        "depth": 24,
+        "loop_block": 12,
+        "loops": 2,
+    },
+    # the second zoo (SECOND_ZOO): 8 layers on the pilot's recipe. grown8c: staged growth with
+    # the first growth at 30% of the steps, after the 4-layer network has formed induction
+    # heads (the pilot's had 0.47 at step 750, 0.77 at 1,000); grown8ce: Prop-1 stage lengths,
+    # the first growth at 1/15 of the steps (step 267), before any head forms
+    "dense8c": {"family": "dense", **SECOND_ZOO},
+    "grown8c": {"family": "lidas", **SECOND_ZOO, **STAGED_GROWTH, "grow_at": LATE_GROWTH},
+    "grown8ce": {"family": "lidas", **SECOND_ZOO, **STAGED_GROWTH, "alpha": 1.0},
+    # FLOP-matched: a 2-layer block run 4 times; parameter-matched: 8 layers run twice
+    "looped8c": {"family": "looped", **SECOND_ZOO, "loop_block": 2, "loops": 4},
+    "looped8cp": {"family": "looped", **SECOND_ZOO, "depth": 16, "loop_block": 8, "loops": 2},
 }
 
 

@@ -21,15 +21,17 @@ FIRST_ZOO = ("dense", "grown", "looped", "grown12")
 #: The fixed-protocol families (docs/zoo.md), shipped as their seeds finish training; the
 #: first seed of each ships its checkpoint series under ``checkpoints/``.
 FIXED_PROTOCOL = ("dense8", "lidas8", "looped8", "looped8p")
-#: The second fixed-protocol zoo (docs/zoo.md, "The second zoo"): 12 layers, trained to learn
-#: in context; LIDAS in four stages, grown after (``lidas12``) or before (``lidas12e``) the
-#: initial network forms induction heads.
-SECOND_ZOO = ("dense12", "lidas12", "lidas12e", "looped12", "looped12p")
-FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO
+#: The second fixed-protocol zoo (docs/zoo.md, "The second zoo"): 8 layers on the pilot's
+#: in-context recipe; grown in four one-layer stages after (``grown8c``) or before
+#: (``grown8ce``) the initial network forms induction heads.
+SECOND_ZOO = ("dense8c", "grown8c", "grown8ce", "looped8c", "looped8cp")
+#: The 12-layer zoo (a record): its recipe leaves variable assignment at chance at 12 layers.
+TWELVE_LAYER_ZOO = ("dense12", "lidas12", "lidas12e", "looped12", "looped12p")
+FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO + TWELVE_LAYER_ZOO
 #: What commands and API calls use when no model is named: the fixed-protocol LIDAS model
 #: (seed 0), the replication's subject, trained on the facts ``zoo19``'s closed-book tasks ask.
 DEFAULT_MODEL = "lidas8"
-_NAME = re.compile(r"^(?P<family>[a-z]+\d*[a-z]?)-s(?P<seed>\d+)$")  # looped8p-s0
+_NAME = re.compile(r"^(?P<family>[a-z]+\d*[a-z]*)-s(?P<seed>\d+)$")  # looped8cp-s0
 
 
 def zoo_models() -> list[str]:

@@ -26,24 +26,29 @@ def test_models_lists_zoo_and_spec_kinds():
     import re
 
     from induction import zoo_models
-    from induction.zoo.registry import FIRST_ZOO, FIXED_PROTOCOL, SECOND_ZOO
+    from induction.zoo.registry import FIRST_ZOO, FIXED_PROTOCOL, SECOND_ZOO, TWELVE_LAYER_ZOO
 
     result = runner.invoke(app, ["models"])
     assert result.exit_code == 0, result.output
     for kind in ("folder", ".gguf", "hub name", "smollm2"):
         assert kind in result.stdout
-    row = re.compile(r"^  (\S+) +(\S+) +(fixed-protocol|second|first \(record\)) +(\d+) +(\S+) ")
+    row = re.compile(r"^  (\S+) +(\S+) +(fixed-protocol|second|12-layer \(record\)|first \(record\)) +(\d+) +(\S+) ")
     listed = [m.groups() for m in map(row.match, result.stdout.splitlines()) if m]
     rows = {r[0]: r for r in listed}
     for name in zoo_models():
         assert name in rows
         assert "max induction" in next(ln for ln in result.stdout.splitlines() if f" {name} " in ln)
     # each model's zoo marked; the current (fixed-protocol) zoo listed first, the record last
-    zoos = {"fixed-protocol": FIXED_PROTOCOL, "second": SECOND_ZOO, "first (record)": FIRST_ZOO}
+    zoos = {
+        "fixed-protocol": FIXED_PROTOCOL,
+        "second": SECOND_ZOO,
+        "12-layer (record)": TWELVE_LAYER_ZOO,
+        "first (record)": FIRST_ZOO,
+    }
     for name, family, zoo, _, _ in listed:
         assert family in zoos[zoo], (name, zoo)
     order = [z for _, _, z, _, _ in listed]
-    assert order == sorted(order, key=["fixed-protocol", "second", "first (record)"].index)
+    assert order == sorted(order, key=list(zoos).index)
     assert "first (record) = the first zoo" in result.stdout
     # layers as the hooks see them: looped models unrolled, grown12 after both stages
     assert {rows[n][4] for n in rows if n.startswith("looped-")} <= {"8"}
