@@ -25,7 +25,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from induction.model_types import LoadedModel
 
 #: Entries of the cache root that ``induction cache`` reports and ``induction cache clear``
 #: deletes (nothing else under the root is touched): name -> what it holds.
@@ -186,7 +189,7 @@ def source_hash(modules: tuple[str, ...]) -> str:
     return h.hexdigest()
 
 
-def loaded_model_hash(loaded: Any) -> str:
+def loaded_model_hash(loaded: LoadedModel) -> str:
     """Content hash of a loaded model (``induction.loading.LoadedModel``): its files on disk
     (folder, zoo, hub snapshot, .gguf), else its state dict."""
     info = loaded.info
@@ -201,7 +204,7 @@ def fingerprint(*parts: Any, length: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-def model_fingerprint(loaded: Any, code: Iterable[str] = (), **options: Any) -> str:
+def model_fingerprint(loaded: LoadedModel, code: Iterable[str] = (), **options: Any) -> str:
     """Fingerprint of a computation on ``loaded``: model content, dtype, device type, the
     source of the ``code`` modules and ``options``."""
     info = loaded.info

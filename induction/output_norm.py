@@ -26,6 +26,7 @@ import torch
 
 from induction.errors import InputError
 from induction.heads import head_label
+from induction.target import model_device
 
 #: A head is silent when its output norm is below max(SILENT_FLOOR, SILENT_REL x median).
 SILENT_REL = 1e-3
@@ -108,7 +109,7 @@ def output_norms(
         return z
 
     hooks = [(f"blocks.{lay}.attn.hook_z", hook) for lay in layer_list]
-    device = _device(bridge)
+    device = model_device(bridge)
     with torch.no_grad():
         for start in range(0, tokens.shape[0], chunk):
             part = tokens[start : start + chunk].to(device)
@@ -212,13 +213,6 @@ def silent_note(
     names = ", ".join(head_label(a, b) for a, b in hit)
     hint = "zero-initialised copies (llama-pro?)" if hint is None else hint
     return f"{len(hit)} of {what} write nothing ({level}): {names}" + (f" — {hint}" if hint else "")
-
-
-def _device(bridge) -> torch.device:
-    try:
-        return bridge.original_model.get_input_embeddings().weight.device
-    except (AttributeError, NotImplementedError):
-        return next(bridge.parameters()).device
 
 
 __all__ = [

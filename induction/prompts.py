@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -34,6 +34,9 @@ from induction.config_fields import (  # noqa: F401  (re-exported: seeds are set
     normalize_seeds,
 )
 from induction.errors import InputError
+
+if TYPE_CHECKING:
+    from induction.model_types import ModelInfo
 
 #: Shortest random block: with T = 1 the induction target would be the query itself.
 MIN_SEQ_LEN = 2
@@ -53,7 +56,7 @@ class TokenPool:
 
 
 def token_pool(
-    info: Any,
+    info: ModelInfo,
     token_range: tuple[int, int] | None = None,
     *,
     eos_token_id: int | None = None,
@@ -232,7 +235,7 @@ def repeated_random_tokens(
 
 
 def make_prompts(
-    info: Any,
+    info: ModelInfo,
     *,
     seq_len: int | None = None,
     batch: int = 32,

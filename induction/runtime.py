@@ -20,9 +20,12 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError
+
+if TYPE_CHECKING:
+    from induction.model_types import ModelInfo
 
 THREADS_ENV = "INDUCTION_THREADS"
 VERBOSE_ENV = "INDUCTION_VERBOSE"
@@ -57,7 +60,7 @@ def _env_threads() -> int | None:
     return _check_threads(value, f"${THREADS_ENV}")
 
 
-def thread_count(info: Any = None, threads: int | None = None) -> int | None:
+def thread_count(info: ModelInfo | None = None, threads: int | None = None) -> int | None:
     """The thread count the policy picks for ``info`` (a ModelInfo), or None: torch's default."""
     if threads is not None:
         return _check_threads(threads, "threads")
@@ -69,7 +72,7 @@ def thread_count(info: Any = None, threads: int | None = None) -> int | None:
     return None
 
 
-def apply_thread_policy(info: Any = None, threads: int | None = None) -> int:
+def apply_thread_policy(info: ModelInfo | None = None, threads: int | None = None) -> int:
     """Set torch's CPU thread count by the policy (module docstring); returns the count now.
 
     ``threads`` and ``$INDUCTION_THREADS`` are always applied. The zoo default (1) and the
@@ -97,7 +100,7 @@ def apply_thread_policy(info: Any = None, threads: int | None = None) -> int:
     return wanted
 
 
-def _zoo_on_cpu(info: Any) -> bool:
+def _zoo_on_cpu(info: ModelInfo | None) -> bool:
     return bool(getattr(info, "zoo_vocabulary", False)) and str(
         getattr(info, "device", "")
     ).startswith("cpu")

@@ -8,20 +8,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from induction.errors import InputError
+
+if TYPE_CHECKING:
+    from transformer_lens.model_bridge import TransformerBridge
+
+    from induction.looped import LoopPlan
+    from induction.model_types import ModelInfo
 
 
 @dataclass(frozen=True)
 class ScanTarget:
     """The bridge to run, its ModelInfo, and the loop plan of a looped model (else None)."""
 
-    bridge: Any
-    info: Any  # induction.loading.ModelInfo
-    loop_plan: Any = None
+    bridge: TransformerBridge
+    info: ModelInfo
+    loop_plan: LoopPlan | None = None
 
     @property
     def name(self) -> str:
@@ -29,7 +35,8 @@ class ScanTarget:
 
 
 def resolve_target(model: Any, caller: str = "induction_scores") -> ScanTarget:
-    """A :class:`ScanTarget` from a LoadedModel, a bare TransformerBridge or a ScanTarget."""
+    """A :class:`ScanTarget` from a LoadedModel, a bare TransformerBridge or a ScanTarget
+    (duck-typed: anything with ``bridge`` and ``info``)."""
     if isinstance(model, ScanTarget):
         return model
     bridge = getattr(model, "bridge", None)

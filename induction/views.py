@@ -29,6 +29,8 @@ from induction.heads import head_label, parse_heads
 if TYPE_CHECKING:
     import torch
 
+    from induction.model_types import LoadedModel
+
 LAYOUTS = ("dropdown", "grid")
 #: Longest token label (characters) before it is cut with an ellipsis.
 MAX_LABEL = 14
@@ -71,7 +73,7 @@ def token_labels(tokenizer: Any, ids: Sequence[int]) -> list[str]:
     return [f"{i}:{token_label(tokenizer, t)}" for i, t in enumerate(ids)]
 
 
-def user_prompt_ids(loaded: Any, prompt: str) -> list[int]:
+def user_prompt_ids(loaded: LoadedModel, prompt: str) -> list[int]:
     """Token ids of ``prompt`` with the model's BOS in front (added when the tokenizer does
     not add it); refuses an empty prompt or one longer than the context."""
     if prompt is None or not str(prompt).strip():
@@ -117,19 +119,19 @@ def stripe_cells_matching(ids: Sequence[int]) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------- patterns
 
 
-def capture_patterns(loaded: Any, ids: Sequence[int], layers: Iterable[int]) -> dict[int, Any]:
+def capture_patterns(
+    loaded: LoadedModel, ids: Sequence[int], layers: Iterable[int]
+) -> dict[int, Any]:
     """``{layer: [head, query, key] tensor}`` from one forward pass that caches only those
     layers' ``hook_pattern``."""
     import torch
 
+    from induction.target import model_device
+
     bridge = loaded.bridge
     layers = sorted(set(int(x) for x in layers))
     names = [f"blocks.{lay}.attn.hook_pattern" for lay in layers]
-    try:
-        device = bridge.original_model.get_input_embeddings().weight.device
-    except (AttributeError, NotImplementedError):
-        device = next(bridge.parameters()).device
-    tokens = torch.tensor([list(ids)], dtype=torch.long, device=device)
+    tokens = torch.tensor([list(ids)], dtype=torch.long, device=model_device(bridge))
     with torch.no_grad():
         _, cache = bridge.run_with_cache(tokens, names_filter=names)
     return {lay: cache[name][0].float().cpu() for lay, name in zip(layers, names)}
@@ -146,7 +148,7 @@ def stripe_score(pattern: torch.Tensor, cells: Sequence[tuple[int, int]]) -> flo
 
 
 def show_patterns(
-    loaded: Any,
+    loaded: LoadedModel,
     heads: str | Iterable[str | tuple[int, int]],
     prompt: str | None = None,
     *,

@@ -25,11 +25,14 @@ Every edge of a transition has a *kind*:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from induction.errors import LineageError
 from induction.heads import head_label
 from lineage.log import SPAN_OPERATORS, DuplicationLog
+
+if TYPE_CHECKING:
+    from induction.looped import LoopPlan
 
 KINDS = ("keep", "copy", "mix", "loop")
 
@@ -54,14 +57,14 @@ class Lineage:
     transitions: tuple[Transition, ...]
     n_heads: int
     source: str  # "log", "loop", "log+loop" or "none"
-    loop_plan: Any = field(default=None, compare=False)
+    loop_plan: LoopPlan | None = field(default=None, compare=False)
 
     # ---------------------------------------------------------------- constructors
     @classmethod
     def build(
         cls,
         log: DuplicationLog | None = None,
-        loop_plan: Any = None,
+        loop_plan: LoopPlan | None = None,
         n_heads: int | None = None,
         n_layers: int | None = None,
     ) -> Lineage:
@@ -232,7 +235,7 @@ def _event_kinds(event) -> tuple[str, ...]:
 def as_lineage(
     lineage: Lineage | DuplicationLog | None,
     n_heads: int | None = None,
-    loop_plan: Any = None,
+    loop_plan: LoopPlan | None = None,
     n_layers: int | None = None,
 ) -> Lineage:
     """Accept a :class:`Lineage`, or build one from a log and/or loop plan."""
@@ -249,7 +252,7 @@ def head_ancestry(
     lineage: Lineage | DuplicationLog | None,
     n_heads: int | None = None,
     *,
-    loop_plan: Any = None,
+    loop_plan: LoopPlan | None = None,
     n_layers: int | None = None,
     stage: int | None = None,
     to_stage: int = 0,

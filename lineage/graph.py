@@ -17,9 +17,12 @@ stored as None/NaN, so GraphML, GEXF and node-link JSON round-trip exactly.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lineage.ancestry import Lineage, as_lineage, head_label
+
+if TYPE_CHECKING:
+    from induction.looped import LoopPlan
 
 
 def node_id(stage: int, layer: int, head: int) -> str:
@@ -40,7 +43,7 @@ def lineage_graph(
     lineage: Lineage | Any,
     n_heads: int | None = None,
     *,
-    loop_plan: Any = None,
+    loop_plan: LoopPlan | None = None,
     n_layers: int | None = None,
     scores=None,
     stage_scores: dict[int, Any] | None = None,

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from induction.model_types import LoadedModel, ModelInfo
     from induction.specs import ModelLike
 
 import time
@@ -58,16 +59,16 @@ class Setup:
     """Model, prompts and the positions the loss reads."""
 
     v: View
-    info: Any
+    info: ModelInfo
     name: str
     tokens: torch.Tensor  # [B, pos] on the model's device
     logits_at: torch.Tensor  # positions whose next token is scored
     targets: torch.Tensor  # [B, P]
     prompts: Any
-    loaded: Any = None
+    loaded: LoadedModel | None = None
 
 
-def setup(model: Any, *, seq_len=None, batch: int = 8, seeds=1, loaded=None) -> Setup:
+def setup(model: ModelLike, *, seq_len=None, batch: int = 8, seeds=1, loaded=None) -> Setup:
     """Load (if a spec) and build the scan's repeated-token prompts (all seeds stacked)."""
     from induction.prompts import make_prompts
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from induction.circuits.finder import (
     DEFAULT_PARTNERS,
@@ -29,6 +29,9 @@ from induction.circuits.finder import (
     label,
 )
 from induction.heads import Head
+
+if TYPE_CHECKING:
+    from induction.model_types import LoadedModel
 
 
 @dataclass
@@ -157,7 +160,7 @@ class CircuitLineage:
 
 def circuit_lineage(
     result: CircuitResult,
-    loaded: Any,
+    loaded: LoadedModel,
     *,
     initial: Any = None,
     partners: int = DEFAULT_PARTNERS,

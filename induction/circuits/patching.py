@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from jaxtyping import Float, Int
@@ -40,6 +40,10 @@ from torch import Tensor
 from induction.circuits.config import check_mode
 from induction.errors import InputError
 from induction.heads import Head
+
+if TYPE_CHECKING:
+    from induction.model_types import ModelInfo
+    from induction.specs import ModelLike
 
 
 def z_hook(layer: int) -> str:
@@ -65,7 +69,7 @@ class View:
     can_skip: bool  # the decoder accepts a mid-stack residual as inputs_embeds
 
 
-def view(model: Any) -> View:
+def view(model: ModelLike) -> View:
     from induction.layers import LAYER_PATHS
 
     bridge = getattr(model, "bridge", model)
@@ -231,7 +235,7 @@ class Replacement:
 
 
 def random_reference(
-    info: Any, tokens: Int[Tensor, "row pos"], seed: int = 10_000
+    info: ModelInfo, tokens: Int[Tensor, "row pos"], seed: int = 10_000
 ) -> Int[Tensor, "row pos"]:
     """Random-token prompts shaped like ``tokens``: the same prefix token, then distinct
     random ordinary ids with no repetition (Yin and Steinhardt 2025's reference for means)."""
@@ -256,7 +260,7 @@ def make_replacement(
     reference: str,
     tokens: torch.Tensor,
     clean: Clean | None,
-    info: Any,
+    info: ModelInfo,
 ) -> Replacement:
     """Build the replacement for ``mode`` from the ``reference`` distribution."""
     check_mode(mode, reference)
