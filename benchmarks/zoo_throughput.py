@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from induction.io import write_json  # noqa: E402
-from induction.training.protocol import _initial_model, _optimizer, batch_at, preset_config  # noqa: E402
 from induction.training.model import matmul_flops_per_token  # noqa: E402
+from induction.training.protocol import _initial_model, _optimizer, batch_at, preset_config  # noqa: E402
 
 
 def matmul_peak(threads: int, n: int = 512, reps: int = 20) -> float:

@@ -2,7 +2,8 @@
 
 Suites: ``zoo`` (token-level tasks in the zoo's formats), ``zoo19`` (the source's 19 few-shot
 tasks in four groups, rebuilt in the zoo vocabulary, plus two positive controls; default for
-zoo models; ``docs/zoo19.md``), ``words``
+zoo models; ``docs/zoo19.md``), ``zoofacts`` (the zoo world's relations as pair tasks, for
+function-vector heads), ``words``
 (19 offline word-level tasks; default for real models), ``paper19`` (the 19 tasks of Saunshi
 et al. 2025; dataset-backed ones need local data), ``regbench`` (held-out random automata),
 ``gsm8k`` (8-shot, local file), and user JSONL files (``suite="path/to/tasks.jsonl"``).
@@ -12,14 +13,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablation.tasks import paper19, regbench, user, words, zoo, zoo19  # noqa: F401  (register)
+from ablation.tasks import (  # noqa: F401  (register)
+    paper19,
+    regbench,
+    user,
+    words,
+    zoo,
+    zoo19,
+    zoofacts,
+)
 from ablation.tasks.base import DistItem, DistTask, Example, GenItem, GenTask, Task
 from ablation.tasks.registry import REGISTRY, SuiteRequest
 from ablation.tasks.spec import TaskSpec
 from induction.errors import InputError
 
 #: The built-in suites in listing order; each registers itself (:mod:`ablation.tasks.registry`).
-SUITES = ("zoo", "zoo19", "words", "paper19", "regbench", "gsm8k")
+SUITES = ("zoo", "zoo19", "zoofacts", "words", "paper19", "regbench", "gsm8k")
 assert sorted(SUITES) == sorted(REGISTRY), "a suite module is registered but not listed"
 
 __all__ = [

@@ -131,8 +131,9 @@ class FVConfig:
 
     Attributes:
         tasks: task names of the suite (default: all).
-        suite: ``words`` (the function-vector-style word tasks; the only suite of
-            ``{input, output}`` pairs).
+        suite: the ``{input, output}`` pair tasks: ``words`` (English word tasks, the
+            default for real tokenizers) or ``zoofacts`` (the zoo world's four relations, the
+            default for zoo models); None picks by the model's vocabulary.
         n_prompts, shots: prompts per task and demonstrations per prompt.
         seeds: prompt seeds; the score is the mean over seeds and ``fv_std`` their spread.
         max_rows: prompts x patched heads per forward pass.
@@ -140,9 +141,13 @@ class FVConfig:
     """
 
     tasks: Sequence[str] | None = option(
-        None, "Only these tasks of the words suite (repeatable).", "--task"
+        None, "Only these tasks of the suite (repeatable).", "--task"
     )
-    suite: str = "words"
+    suite: str | None = option(
+        None,
+        "words (English word tasks; default for real models) or zoofacts (the zoo world's "
+        "relations; default for zoo models).",
+    )
     n_prompts: int = option(16, "Few-shot prompts per task and seed.")
     shots: int = option(5, "Demonstrations per prompt.")
     seeds: int = option(1, "Prompt seeds 0..n-1 (the spread is over seeds).")
@@ -155,7 +160,8 @@ class FVConfig:
                 what = " to shuffle labels" if name == "shots" else ""
                 flag = name.replace("_", "-")
                 raise InputError(f"--{flag} must be >= {least}{what}, got {getattr(self, name)}")
-        if self.suite != "words":
+        if self.suite not in (None, "words", "zoofacts"):
             raise InputError(
-                f"--suite {self.suite!r}: FV scores need word-pair tasks; use --suite words"
+                f"--suite {self.suite!r}: FV scores need input -> output pair tasks; use "
+                "--suite words or --suite zoofacts"
             )

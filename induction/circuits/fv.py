@@ -265,6 +265,26 @@ class FVResult:
         return fig
 
 
+def pair_tasks(suite: str):
+    """The suite module of ``{input, output}`` pair tasks: ``words`` (English word tasks, for
+    real tokenizers) or ``zoofacts`` (the zoo world's relations, for the zoo vocabulary)."""
+    from ablation.tasks import words, zoofacts
+
+    return {"words": words, "zoofacts": zoofacts}[suite]
+
+
+def pair_examples(suite: str, name: str) -> tuple[list, str]:
+    """``(examples, joiner)`` of one pair task: FV prompts are the demonstrations joined as
+    the suite joins them, then the query."""
+    if suite == "words":
+        from ablation.tasks import words
+
+        return words.load_examples(words.DATA / f"{name}.json")[1], "\n\n"
+    from ablation.tasks import zoofacts
+
+    return zoofacts.examples(name), zoofacts.JOINER
+
+
 def run(
     model: ModelLike, config: FVConfig | Mapping[str, Any] | None = None, /, **overrides
 ) -> FVResult:
@@ -275,13 +295,15 @@ def run(
     from induction.progress import progress as reporter
 
     loaded = as_loaded(model)
-    from ablation.tasks import words
-
-    names = list(cfg.tasks) if cfg.tasks else words.task_names()
-    unknown = sorted(set(names) - set(words.task_names()))
-    if unknown:
-        raise InputError(f"unknown words task(s) {', '.join(unknown)}; see `induction tasks words`")
     info = loaded.info
+    suite = cfg.suite or ("zoofacts" if info.zoo_vocabulary else "words")
+    source = pair_tasks(suite)
+    names = list(cfg.tasks) if cfg.tasks else source.task_names()
+    unknown = sorted(set(names) - set(source.task_names()))
+    if unknown:
+        raise InputError(
+            f"unknown {suite} task(s) {', '.join(unknown)}; see `induction tasks {suite}`"
+        )
     heads = [(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
     device = next(loaded.hf_model.parameters()).device
     per_seed = []
@@ -290,8 +312,8 @@ def run(
         for seed in range(cfg.seeds):
             by_task = {}
             for name in names:
-                _, examples = words.load_examples(words.DATA / f"{name}.json")
-                prompts = fv_prompts(examples, cfg.n_prompts, cfg.shots, seed)
+                examples, joiner = pair_examples(suite, name)
+                prompts = fv_prompts(examples, cfg.n_prompts, cfg.shots, seed, joiner)
                 tok = loaded.tokenizer
                 answers = [p.answer for p in prompts]
                 clean = encode(tok, [p.clean for p in prompts], answers, device)
@@ -310,7 +332,7 @@ def run(
         rows.append(row)
     table = pd.DataFrame(rows)
     table.insert(2, "rank", table["fv"].rank(ascending=False, method="first").astype(int))
-    settings = {"suite": cfg.suite, "tasks": names, "n_tasks": len(names),
+    settings = {"suite": suite, "tasks": names, "n_tasks": len(names),
                 "n_prompts": cfg.n_prompts, "shots": cfg.shots, "seeds": cfg.seeds}  # fmt: skip
     return FVResult(model=info.name, table=table, settings=settings)
 

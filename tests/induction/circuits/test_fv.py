@@ -96,8 +96,10 @@ def test_cli_writes_one_row_per_head_with_its_spread(tiny_llama_dir, tmp_path):
     from induction.commands.main import app
 
     out = tmp_path / "fv.csv"
-    args = ["fv", str(tiny_llama_dir), "--task", "antonyms", "--n-prompts", "2", "--shots", "2",
-            "--seeds", "2", "--out", str(out), "--threads", "1"]  # fmt: skip
+    # the tiny model has the zoo vocabulary (default suite zoofacts): ask for words explicitly
+    args = ["fv", str(tiny_llama_dir), "--suite", "words", "--task", "antonyms",
+            "--n-prompts", "2", "--shots", "2", "--seeds", "2", "--out", str(out),
+            "--threads", "1"]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out)
@@ -106,4 +108,15 @@ def test_cli_writes_one_row_per_head_with_its_spread(tiny_llama_dir, tmp_path):
     )
     assert table["fv_std"].notna().all()  # two seeds: a spread
     bad = CliRunner().invoke(app, ["fv", str(tiny_llama_dir), "--task", "nope"])
-    assert bad.exit_code == 2 and "unknown words task" in bad.stderr
+    assert bad.exit_code == 2 and "unknown zoofacts task" in bad.stderr
+
+
+def test_zoo_models_default_to_the_zoo_worlds_relations(tiny_llama_dir):
+    from induction.circuits.fv import fv_scores
+
+    result = fv_scores(str(tiny_llama_dir), tasks=["fact_digit"], n_prompts=2, shots=2)
+    assert result.settings["suite"] == "zoofacts" and "cie:fact_digit" in result.table.columns
+    from induction.errors import InputError
+
+    with pytest.raises(InputError, match="unknown zoofacts task"):
+        fv_scores(str(tiny_llama_dir), tasks=["antonyms"], n_prompts=2, shots=2)

@@ -32,7 +32,8 @@ def test_models_lists_zoo_and_spec_kinds():
     assert result.exit_code == 0, result.output
     for kind in ("folder", ".gguf", "hub name", "smollm2"):
         assert kind in result.stdout
-    row = re.compile(r"^  (\S+) +(\S+) +(fixed-protocol|second|12-layer \(record\)|first \(record\)) +(\d+) +(\S+) ")
+    zoo_labels = r"(fixed-protocol|second|12-layer \(record\)|first \(record\))"
+    row = re.compile(r"^  (\S+) +(\S+) +" + zoo_labels + r" +(\d+) +(\S+) ")
     listed = [m.groups() for m in map(row.match, result.stdout.splitlines()) if m]
     rows = {r[0]: r for r in listed}
     for name in zoo_models():

@@ -1,0 +1,266 @@
+"""The token-loss difference under head ablation: a second outcome beside few-shot scores.
+
+Olsson et al. (2022, "In-context learning and induction heads") measure in-context learning as
+the loss late in a sequence minus the loss early (token 500 minus token 50 of 512): a model
+that uses its context predicts later tokens better, so the difference is negative, and it
+turns negative when induction heads form. Yin and Steinhardt (2025, arXiv 2502.14010) find
+that ablating induction heads moves it more than ablating function-vector heads, the reverse
+of few-shot accuracy. Here the difference is the mean next-token loss over a late window
+(the last ``w`` scored positions) minus the mean over an early window (the ``w`` positions
+before 10% of the length), ``w = max(4, length // 16)``, per sequence; a head set's effect is
+its ablated difference minus the clean one (positive: less in-context learning).
+
+Text: held-out zoo text for zoo models (the zoo's training mix, ``induction.zoo.corpus.MIX_V2``,
+drawn from a seed stream no training run uses); for other models natural English prose, the
+Python documentation's topic pages that ship with every CPython (``pydoc_data.topics``),
+tokenised and cut into windows of ``length`` tokens (say which Python: the text is that
+version's documentation).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from ablation.hooks import HeadAblation, head_means
+from ablation.results import TARGET
+from induction.errors import InputError
+from induction.heads import Head
+
+if TYPE_CHECKING:
+    from ablation.run import HeadPlan
+    from induction.model_types import LoadedModel
+
+#: Seeds of held-out zoo text: far from any training run's data seeds (0..10^6).
+HELD_OUT_SEED = 7_000_000_000
+
+
+def windows(length: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``(early, late)`` half-open ranges of *predicted* positions (position t predicts token
+    t + 1, t in 0..length-2): ``w`` positions ending at 10% of the length, and the last ``w``."""
+    if length < 24:
+        raise InputError(f"the token-loss difference needs sequences of >= 24 tokens, got {length}")
+    w = max(4, length // 16)
+    end = max(w + 1, length // 10)
+    return (end - w, end), (length - 1 - w, length - 1)
+
+
+def zoo_text(n: int, length: int, seed: int = 0) -> Int[Tensor, "n length"]:
+    """``n`` sequences of held-out zoo text (the training mix, a seed no run trains on)."""
+    from induction.zoo import corpus as C
+
+    rng = np.random.default_rng(HELD_OUT_SEED + seed)
+    cfg = C.CorpusConfig(seq_len=length, mix=dict(C.MIX_V2), max_span=40)
+    return torch.from_numpy(C.make_batch(rng, cfg, n))
+
+
+def natural_text(tokenizer, n: int, length: int, seed: int = 0) -> Int[Tensor, "n length"]:
+    """``n`` windows of ``length`` tokens of English prose (CPython's documentation topics,
+    ``pydoc_data.topics``), starting at distinct random topics, BOS first when the tokenizer
+    has one."""
+    from pydoc_data.topics import topics
+
+    bos = getattr(tokenizer, "bos_token_id", None)
+    body = length - (bos is not None)
+    pages = []
+    for key in sorted(topics):
+        ids = tokenizer(topics[key], add_special_tokens=False, verbose=False)["input_ids"]
+        if len(ids) >= body:
+            pages.append(ids)
+    if len(pages) < n:
+        raise InputError(
+            f"the documentation has {len(pages)} pages of >= {body} tokens; ask for at most "
+            f"{len(pages)} sequences or shorter ones"
+        )
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in rng.choice(len(pages), size=n, replace=False):
+        page = pages[int(i)]
+        start = int(rng.integers(0, len(page) - body + 1))
+        rows.append(([bos] if bos is not None else []) + page[start : start + body])
+    return torch.tensor(rows, dtype=torch.long)
+
+
+def text_source() -> str:
+    v = sys.version_info
+    return f"pydoc_data.topics (CPython {v.major}.{v.minor} documentation)"
+
+
+@torch.inference_mode()
+def loss_differences(
+    loaded: LoadedModel,
+    tokens: Int[Tensor, "n length"],
+    ablation: HeadAblation | None = None,
+    batch: int = 8,
+) -> np.ndarray:
+    """Per sequence: mean loss over the late window minus the early window, in nats."""
+    bridge = loaded.bridge
+    (e0, e1), (l0, l1) = windows(tokens.shape[1])
+    device = next(bridge.original_model.parameters()).device
+    hooks = ablation.fwd_hooks() if ablation is not None and ablation.heads else []
+    out = []
+    with bridge.hooks(fwd_hooks=hooks):
+        for start in range(0, tokens.shape[0], batch):
+            ids = tokens[start : start + batch].to(device)
+            logits: Float[Tensor, "b pos vocab"] = bridge.original_model(
+                input_ids=ids, use_cache=False
+            ).logits
+            nll = torch.nn.functional.cross_entropy(
+                logits[:, :-1].float().transpose(1, 2), ids[:, 1:], reduction="none"
+            )  # [b, pos - 1]: position t predicts token t + 1
+            out.append((nll[:, l0:l1].mean(1) - nll[:, e0:e1].mean(1)).cpu().numpy())
+    return np.concatenate(out)
+
+
+@dataclass
+class TokenLossResult:
+    """The token-loss difference clean and under each head set of an ablation plan.
+
+    ``table``: one row per head set (``set``: the ablation report's labels, ``ablated`` for the
+    target, ``control<i>``, ``shaped<i>``) with ``kind`` (target, control, shaped),
+    ``n_heads``, ``diff`` (mean ablated difference), ``effect`` (ablated minus clean: positive
+    means less in-context learning) and ``effect_se`` (over sequences, paired).
+    """
+
+    model: str
+    clean: float
+    clean_se: float
+    table: pd.DataFrame
+    settings: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        """The target's effect beside the controls': mean, sd, and the share of controls with
+        an effect at least as large (the empirical p-value, ``(1 + k) / (1 + n)``)."""
+        t = self.table
+        target = t[t["kind"] == "target"]["effect"]
+        controls = t[t["kind"] != "target"]["effect"].to_numpy()
+        effect = float(target.iloc[0]) if len(target) else float("nan")
+        k = int(np.sum(controls >= effect)) if len(controls) else 0
+        return {
+            "clean": self.clean,
+            "target_effect": effect,
+            "controls_mean": float(np.mean(controls)) if len(controls) else float("nan"),
+            "controls_sd": float(np.std(controls, ddof=1)) if len(controls) > 1 else float("nan"),
+            "p_controls": (1 + k) / (1 + len(controls)) if len(controls) else float("nan"),
+            "n_controls": int(len(controls)),
+        }
+
+    def line(self) -> str:
+        s = self.summary()
+        return (
+            f"token-loss difference (late - early, nats): clean {self.clean:+.3f}; ablating the "
+            f"target changes it by {s['target_effect']:+.3f} (controls {s['controls_mean']:+.3f}"
+            f" ± {s['controls_sd']:.3f}, p {s['p_controls']:.2f})"
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        frame = self.table.copy()
+        frame.insert(0, "model", self.model)
+        frame["clean"] = self.clean
+        return frame
+
+    def save(self, path: str | Path) -> None:
+        from induction.io import write_table
+
+        write_table(self.to_frame(), Path(path))
+
+    def plot(self, path: str | Path | None = None):
+        """The target's effect against the controls' (a strip of controls, the target marked)."""
+        import plotly.graph_objects as go
+
+        t = self.table
+        fig = go.Figure()
+        for kind, colour in (("control", "#9aa5b1"), ("shaped", "#5b8def")):
+            rows = t[t["kind"] == kind]
+            if len(rows):
+                fig.add_trace(go.Box(y=rows["effect"], name=f"{kind} sets", boxpoints="all",
+                                     marker_color=colour))  # fmt: skip
+        target = t[t["kind"] == "target"]
+        marker = {"size": 14, "color": "#d1495b"}
+        point = go.Scatter(x=["target"], y=target["effect"], mode="markers", marker=marker)
+        fig.add_trace(point.update(name="target"))
+        fig.update_layout(
+            title=f"{self.model}: change of the token-loss difference when heads are ablated",
+            yaxis_title="ablated - clean (nats; > 0: less in-context learning)",
+            template="plotly_white",
+        )
+        if path is not None:
+            from induction.plots import save_figure
+
+            note = save_figure(fig, Path(path))
+            if note:
+                raise InputError(note)
+        return fig
+
+
+def run(
+    loaded: LoadedModel,
+    plan: HeadPlan,
+    *,
+    mode: str = "zero",
+    mean_over: str = "all",
+    n: int = 32,
+    length: int | None = None,
+    seed: int = 0,
+    batch: int = 8,
+) -> TokenLossResult:
+    """The token-loss difference clean and with each head set of ``plan`` ablated (the same
+    sets as the few-shot run); ``length`` defaults to 96 for zoo models, else 256."""
+    info = loaded.info
+    length = length or (96 if info.zoo_vocabulary else min(256, int(info.n_ctx)))
+    if info.zoo_vocabulary:
+        tokens, source = zoo_text(n, length, seed), "held-out zoo text (MIX_V2)"
+    else:
+        tokens, source = natural_text(loaded.tokenizer, n, length, seed), text_source()
+    means = None
+    if mode == "mean":
+        mask = torch.ones_like(tokens)
+        batches = [
+            (tokens[i : i + batch], mask[i : i + batch]) for i in range(0, len(tokens), batch)
+        ]
+        means = head_means(
+            loaded.bridge, batches, range(info.n_layers), per_position=mean_over == "position"
+        )
+    clean = loss_differences(loaded, tokens, None, batch)
+    rows = []
+    for label, heads in plan.head_sets():
+        ablation = HeadAblation(_expand(plan, heads), mode, means, mean_over)
+        diff = loss_differences(loaded, tokens, ablation, batch)
+        paired = diff - clean
+        kind = "target" if label == TARGET else label.rstrip("0123456789")
+        rows.append(
+            {
+                "set": label,
+                "kind": kind,
+                "n_heads": len(heads),
+                "diff": float(diff.mean()),
+                "effect": float(paired.mean()),
+                "effect_se": float(paired.std(ddof=1) / np.sqrt(len(paired))),
+            }
+        )
+    return TokenLossResult(
+        model=info.name,
+        clean=float(clean.mean()),
+        clean_se=float(clean.std(ddof=1) / np.sqrt(len(clean))),
+        table=pd.DataFrame(rows),
+        settings={
+            "n": n,
+            "length": length,
+            "seed": seed,
+            "mode": mode,
+            "text": source,
+            "windows": windows(length),
+        },  # fmt: skip
+    )
+
+
+def _expand(plan: HeadPlan, heads: list[Head] | list[tuple[int, int]]) -> list[tuple[int, int]]:
+    return [tuple(h) for h in plan.expand(heads)]  # all passes of a tied looped model
