@@ -782,7 +782,7 @@ def _boot(hf_model, tokenizer, model_name: str, dev: str | None, trust_remote_co
             "wrong tokenizer for this checkpoint?"
         )
     param = next(hf_model.parameters())
-    return TransformerBridge.boot_transformers(
+    bridge = TransformerBridge.boot_transformers(
         model_name,
         hf_model=hf_model,
         tokenizer=tokenizer,
@@ -790,6 +790,13 @@ def _boot(hf_model, tokenizer, model_name: str, dev: str | None, trust_remote_co
         dtype=param.dtype,
         trust_remote_code=trust_remote_code,
     )
+    for tok in (tokenizer, getattr(bridge, "tokenizer", None)):
+        # the workbench fits or refuses over-long prompts itself, in its own words (SH06,
+        # JL_big): transformers' "Token indices sequence length ..." warning counts as given
+        warned = getattr(tok, "deprecation_warnings", None)
+        if isinstance(warned, dict):
+            warned["sequence-length-is-longer-than-the-specified-maximum"] = True
+    return bridge
 
 
 def _model_info(bridge, name: str, source: str, path: str | None, card: dict | None):

@@ -847,6 +847,12 @@ CASES: list[Case] = [
     C("ZK6", "zoo train --resume {d}/o --steps 5", None, "--resume", "drop --steps"),
     C("GR10", f"grow {{good}} --out {{d}}/g --step {10**23}", None, "--step must be in"),
     C(
+        "GR11",
+        "grow {dense} --preset llama-pro --every 4 --block 3 --out {d}/g",
+        None,
+        "--block goes with --preset midas or lidas",
+    ),  # fmt: skip
+    C(
         "GR08",
         "grow {good} --block 2 --out {d}/g",
         _tensors("good", lambda t: _fill(_first_weight(t), float("nan"))(t)),
@@ -1156,13 +1162,17 @@ def test_sw05_a_sweep_where_every_model_fails_leaves_no_dataset(tmp_path, tiny_l
         ("CA01", "INDUCTION_CACHE", lambda d: "/etc/passwd", "is a file, not a folder"),
         ("CA02", "INDUCTION_CACHE", lambda d: _looping_link(d), "broken or looping symlink"),
         ("EN07", "INDUCTION_PROGRESS", lambda d: "bogus", "not a progress mode"),
+        ("SW18", "INDUCTION_RAY_CPUS", lambda d: "abc", "whole number"),  # before ds/ exists
     ],
 )
 def test_bad_environment_values_are_refused_in_one_line(
     cid, var, make, fragment, tmp_path, monkeypatch, one_line_error
 ):
     monkeypatch.setenv(var, make(tmp_path))
-    args = ["cache"] if var == "INDUCTION_CACHE" else ["scan", "grown", "--seeds", "1"]
+    args = {
+        "INDUCTION_CACHE": ["cache"],
+        "INDUCTION_RAY_CPUS": ["sweep", "grown", "--out", str(tmp_path / "ds"), "--ray", "local"],
+    }.get(var, ["scan", "grown", "--seeds", "1"])
     before = _snapshot(tmp_path)
     one_line_error(runner.invoke(app, args), fragment)
     assert _snapshot(tmp_path) == before
@@ -1197,3 +1207,22 @@ def test_py13_py19_heads_and_score_tables_from_python_are_checked(tmp_path, tiny
     ]:
         with pytest.raises(InputError, match=message):
             plan_heads(loaded, frac=0.25, scores=table, n_controls=1)
+
+
+def test_jl_big_an_over_long_prompt_is_fitted_without_transformers_warning(
+    tmp_path, tiny_llama_dir, capfd
+):
+    """JL_big: a task whose prompts are far longer than the context is fitted (the oldest
+    tokens dropped) and scored; transformers' "Token indices sequence length" warning, which
+    would say the opposite, is not printed."""
+    tasks = tmp_path / "big.jsonl"
+    tasks.write_text(
+        "".join(
+            json.dumps({"input": "w1 " * 700 + f"w{i}", "output": "w2"}) + "\n" for i in range(3)
+        )
+    )
+    args = [*shlex.split(ABL.format(good=tiny_llama_dir)), "--suite", str(tasks), "--shots", "1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    captured = capfd.readouterr()
+    assert "Token indices" not in captured.err + captured.out + result.output

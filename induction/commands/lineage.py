@@ -185,7 +185,9 @@ def grow(
             "after every --every layers (LLaMA-Pro block expansion).",
         ),
     ] = None,
-    block: Annotated[int, typer.Option("--block", help="Block size of midas/lidas.")] = 4,
+    block: Annotated[
+        int | None, typer.Option("--block", help="Block size of midas/lidas (default 4).")
+    ] = None,
     every: Annotated[
         int | None,
         typer.Option("--every", help="llama-pro: insert a copy after every K-th layer."),
@@ -220,7 +222,11 @@ def grow(
 
     if preset is not None and mergekit is not None:
         raise InputError("pass either --preset or --mergekit, not both")
-    if mergekit is None and block < 1:
+    if block is not None and (mergekit is not None or preset == "llama-pro"):
+        what = "--mergekit" if mergekit is not None else "--preset llama-pro"
+        raise InputError(f"--block goes with --preset midas or lidas, not {what}; drop it")
+    block = 4 if block is None else block
+    if block < 1:
         raise InputError(f"--block must be >= 1 (layers per copied block), got {block}")
     check_outputs({"--out": out}, [*model_inputs(checkpoint), mergekit])
     check_output_path(out, flag_name="--out", folder=True)

@@ -428,6 +428,8 @@ def sweep(
         raise InputError(f"--workers must be an integer >= 1, got {workers!r}")
     if ray is not None and workers > 1:
         raise InputError("pass either --workers or --ray, not both")
+    if ray == "local":
+        _ray_cpus()  # a bad $INDUCTION_RAY_CPUS fails now, before the dataset folder exists
     items = discover(sources, revisions)
     out = Path(out).expanduser()
     if out.exists() and not out.is_dir():
