@@ -120,6 +120,12 @@ class AblationConfig:
     lm_eval_include: Path | None = option(
         None, "Folder of local lm-eval task configs, searched first."
     )
+    token_loss: bool = option(
+        False,
+        "Also the token-loss difference (loss late in a sequence minus early, Olsson et al. "
+        "2022) under the same head sets: held-out zoo text, or CPython's documentation prose "
+        "for other models.",
+    )
     trust_remote_code: bool = option(
         False,
         "Allow a checkpoint's own Python code, and lm-eval task configs' code (!function "
@@ -212,6 +218,8 @@ class AblationConfig:
         d["lm_eval_include"] = None if self.lm_eval_include is None else str(self.lm_eval_include)
         if not self.trust_remote_code:  # a permission, not a setting: keys stay as they were
             del d["trust_remote_code"]
+        if not self.token_loss:  # an added outcome: the few-shot keys stay as they were
+            del d["token_loss"]
         return d
 
 

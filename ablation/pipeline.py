@@ -26,6 +26,7 @@ from induction.errors import InputError
 from induction.heads import head_label
 
 if TYPE_CHECKING:
+    from ablation.token_loss import TokenLossResult
     from induction.loading import LoadedModel
     from induction.specs import ModelLike
 
@@ -54,6 +55,8 @@ class AblationResult:
     gates: pd.DataFrame | None = None  # per task and readout (ablation.gates.task_gates)
     model_gates: list = field(default_factory=list)  # ablation.gates.ModelGate
     inputs: list[Path] = field(default_factory=list)  # read by the run: never written
+    # the token-loss difference under the same head sets (config.token_loss)
+    token_loss: TokenLossResult | None = None
 
     @property
     def tasks(self) -> list[Task]:
@@ -233,6 +236,13 @@ def ablate(
     meta["output_norm"] = {k: v for k, v in silent.items() if k != "note"}
     if silent["note"]:
         meta["notes"] = [silent["note"]]
+    token_loss = None
+    if cfg.token_loss:
+        from ablation import token_loss as TL
+
+        say("token-loss difference: clean and under every head set")
+        token_loss = TL.run(loaded, plan, mode=cfg.mode, mean_over=cfg.mean_over, seed=cfg.seed)
+        meta["token_loss"] = {**token_loss.summary(), **token_loss.settings}
     return AblationResult(
         model=loaded.info.name,
         config=cfg,
@@ -244,6 +254,7 @@ def ablate(
         gates=gates,
         model_gates=model_gates,
         inputs=run_inputs(model, cfg, loaded),
+        token_loss=token_loss,
     )
 
 

@@ -22,6 +22,13 @@ def ablate(
         typer.Option("--out", "-o", help="Report table (.csv, .parquet, .json, .jsonl)."),
     ] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Plotly bar chart (.html).")] = None,
+    token_loss_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-loss-out",
+            help="With --token-loss: its table, one row per head set (.csv, .parquet, .json).",
+        ),
+    ] = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
     threads: Annotated[
@@ -41,13 +48,17 @@ def ablate(
 
     check_output_path(out, TABLE_SUFFIXES, "--out")
     check_output_path(plot, (".html", ".htm"), "--plot")
+    check_output_path(token_loss_out, TABLE_SUFFIXES, "--token-loss-out")
+    if token_loss_out is not None and not config.token_loss:
+        raise InputError("--token-loss-out needs --token-loss")
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
     # everything the run reads: the model, a task file, data, lm-eval task configs (whose code
     # is refused here without --trust-remote-code)
-    prepare_outputs({"--out": out, "--plot": plot}, _inputs(model, config))
+    outputs = {"--out": out, "--plot": plot, "--token-loss-out": token_loss_out}
+    prepare_outputs(outputs, _inputs(model, config))
 
-    with claim_outputs([out, plot]):  # held for the whole run: one writer per output
+    with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
         loaded = load_model(
             model,
             device=device,
@@ -57,6 +68,11 @@ def ablate(
         )
         result = _run(loaded, config, quiet)
         _report(result, out, plot, quiet)
+        if result.token_loss is not None:
+            if token_loss_out is not None:
+                result.token_loss.save(token_loss_out)
+            if not quiet:
+                _say(result.token_loss.line())
 
 
 def _inputs(model: str, config: AblationConfig) -> list[Path]:

@@ -166,3 +166,20 @@ def test_heads_text_lists_every_head_or_says_how_many_more():
     heads = [(5, h) for h in range(8)] + [(6, h) for h in range(5)]
     assert heads_text(heads).endswith("L6H4 (13 heads)") and "more" not in heads_text(heads)
     assert heads_text(heads, limit=12).endswith("L6H3 and 1 more (13 heads)")
+
+
+def test_token_loss_beside_the_few_shot_report(tiny_llama_dir, tmp_path, one_line_error):
+    """--token-loss measures the token-loss difference under the run's own head sets (the
+    target and every control) and --token-loss-out writes it; the flag alone prints a line."""
+    out = tmp_path / "tl.csv"
+    args = [str(tiny_llama_dir), "--task", "lookup", "--n-items", "4", "--controls", "2",
+            "--heads", "L0H0,L1H1", "--token-loss", "--token-loss-out", str(out)]  # fmt: skip
+    result = ablate(*args)
+    assert result.exit_code == 0, result.output
+    assert "token-loss difference (late - early, nats)" in result.stderr
+    table = pd.read_csv(out)
+    assert list(table["kind"]) == ["target", "control", "control", "shaped", "shaped"]
+    assert (table["n_heads"] == 2).all()
+    lonely = ablate(str(tiny_llama_dir), "--token-loss-out", str(tmp_path / "x.csv"))
+    one_line_error(lonely, "--token-loss-out needs --token-loss")
+    assert not (tmp_path / "x.csv").exists()
