@@ -1,0 +1,202 @@
+"""Function-vector heads beside induction heads (issue 26; Yin and Steinhardt 2025): which kind
+does a model's few-shot accuracy follow, and which its token-loss difference?
+
+    python benchmarks/fv_comparison.py MODEL [MODEL ...] [--fracs 0.01 0.05 0.1 0.2]
+        [--controls 10] [--mode mean] [--n-items 32] [--fv-prompts 16] [--fast]
+        [--out-dir benchmarks/results/fv] [--markdown docs/results-fv.md]
+
+Per model, through the jobs ``induction fv``, ``induction scan`` and ``induction ablate`` run:
+
+1. the two rankings: FV scores (``induction.circuits.fv``, on the model's pair tasks: ``words``
+   for real tokenizers, ``zoofacts`` for zoo models) and induction scores (the scan); the
+   overlap of their top 2% and top 10%, the Spearman correlation over all heads, the layers
+   of the top FV heads and their induction scores;
+2. exclusion ablation at each fraction, both ways (``--score fv --exclude induction:0.02`` and
+   ``--score induction --exclude fv:0.02``): the mean few-shot drop on the pair tasks against
+   uniform and layer-shaped controls from the same remaining pool, and the token-loss
+   difference under the same head sets (``--token-loss``);
+3. gates first: the clean pair-task score must beat chance (the candidate accuracy against
+   ``1 / candidates``), else the comparison is "untestable here" and says why.
+
+Writes ``<out-dir>/<model>.json`` (every number) as each model lands and a markdown table
+(``--markdown``) that docs/results.md links; ``--fast`` is a smoke-test size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ablation import ablate  # noqa: E402
+from ablation.config import AblationConfig  # noqa: E402
+from induction import load_model  # noqa: E402
+from induction.circuits.fv import fv_scores  # noqa: E402
+from induction.io import write_json, write_text  # noqa: E402
+from induction.scan import scan  # noqa: E402
+
+EXCLUDE = 0.02  # Yin and Steinhardt's exclusion: the other kind's top 2%
+
+
+def top(table: pd.DataFrame, column: str, frac: float) -> set[tuple[int, int]]:
+    k = max(1, int(np.ceil(frac * len(table))))
+    rows = table.sort_values(column, ascending=False).head(k)
+    return {(int(r.layer), int(r.head)) for r in rows.itertuples()}
+
+
+def rankings(loaded, fv_prompts: int, seeds: int) -> tuple[pd.DataFrame, dict]:
+    """Both scores per head, and how the two top sets relate."""
+    fv = fv_scores(loaded, n_prompts=fv_prompts, seeds=seeds).table
+    ind = scan(loaded, scores="induction", seeds=3, progress=False).to_frame()
+    heads = fv[["layer", "head", "fv"]].merge(ind[["layer", "head", "induction"]])
+    facts = {"suite": None, "n_heads": len(heads)}
+    for frac in (0.02, 0.10):
+        a, b = top(heads, "fv", frac), top(heads, "induction", frac)
+        facts[f"overlap_top{round(frac * 100)}"] = len(a & b) / len(a | b)  # Jaccard
+    facts["spearman"] = float(heads["fv"].rank().corr(heads["induction"].rank()))
+    fv_top = heads.sort_values("fv", ascending=False).head(max(1, len(heads) // 10))
+    facts["fv_top10_layers"] = sorted(int(x) for x in fv_top["layer"])
+    facts["fv_top10_induction_mean"] = float(fv_top["induction"].mean())
+    facts["induction_all_mean"] = float(heads["induction"].mean())
+    return heads, facts
+
+
+def arm(loaded, scores, score: str, other: str, frac: float, args) -> dict:
+    cfg = AblationConfig(
+        frac=frac,
+        score=score,
+        exclude=f"{other}:{EXCLUDE}",
+        suite=args.suite or ("zoofacts" if loaded.info.zoo_vocabulary else "words"),
+        mode=args.mode,
+        controls=args.controls,
+        n_items=args.n_items,
+        seed=0,
+        token_loss=True,
+        cache=True,
+    )
+    result = ablate(loaded, cfg, scores=scores, progress=False)
+    mean = result.report[result.report.task == "MEAN"].iloc[0]
+    cand = result.report[result.report.task == "MEAN[cand_acc]"]
+    tl = result.token_loss.summary() if result.token_loss is not None else {}
+    return {
+        "score": score,
+        "exclude": f"{other}:{EXCLUDE}",
+        "frac": frac,
+        "n_heads": len(result.plan.target),
+        "clean": float(mean.clean),
+        "drop": float(mean["drop"]),
+        "ctrl_mean": float(mean.ctrl_mean),
+        "ctrl_std": float(mean.ctrl_std),
+        "p_ctrl": float(mean.p_ctrl),
+        "cand_acc_clean": float(cand.iloc[0].clean) if len(cand) else float("nan"),
+        "token_loss": tl,
+        "gates": [
+            {"name": g.name, "passed": g.passed, "detail": g.detail} for g in result.model_gates
+        ],  # fmt: skip
+        "task_gates": result.gates.to_dict(orient="records") if result.gates is not None else [],
+        "verdict": result.verdict(),
+    }
+
+
+def chance_gate(arms: list[dict], tasks_gates: list[dict]) -> tuple[bool, str]:
+    """The pair tasks must be done above chance before any drop is read."""
+    above = [g for g in tasks_gates if g.get("readout") not in ("logprob", "cand_acc")]
+    passed = [g for g in above if g.get("above_chance")]
+    if above and len(passed) * 2 > len(above):
+        return True, f"{len(passed)} of {len(above)} pair tasks above chance"
+    cand = arms[0]["cand_acc_clean"] if arms else float("nan")
+    return False, (
+        f"{len(passed)} of {len(above)} pair tasks above chance (clean candidate accuracy "
+        f"{cand:.2f}): the model does not do the tasks FV heads are defined on"
+    )
+
+
+def measure(spec: str, args) -> dict:
+    start = time.perf_counter()
+    loaded = load_model(spec, device="cpu")
+    heads, facts = rankings(loaded, args.fv_prompts, args.fv_seeds)
+    scores = heads[["layer", "head", "induction", "fv"]]
+    arms = []
+    for frac in args.fracs:
+        arms.append(arm(loaded, scores, "fv", "induction", frac, args))
+        arms.append(arm(loaded, scores, "induction", "fv", frac, args))
+        print(f"{loaded.info.name}: frac {frac} done ({time.perf_counter() - start:.0f} s)")
+    ok, why = chance_gate(arms, arms[0]["task_gates"])
+    return {
+        "model": loaded.info.name,
+        "rankings": facts,
+        "heads": heads.to_dict(orient="records"),
+        "arms": arms,
+        "testable": ok,
+        "gate": why,
+        "seconds": time.perf_counter() - start,
+        "settings": {
+            k: v for k, v in vars(args).items() if k not in ("models", "out_dir", "markdown")
+        },
+    }
+
+
+def markdown(found: list[dict]) -> str:
+    lines = [
+        "| model | gate | overlap top 2% / 10% | Spearman | frac "
+        "| FV heads ablated (excl. induction 2%): drop, controls, p "
+        "| induction heads ablated (excl. FV 2%): drop, controls, p "
+        "| token-loss effect FV / induction (controls) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m in found:
+        r = m["rankings"]
+        by = {(a["score"], a["frac"]): a for a in m["arms"]}
+        for frac in sorted({a["frac"] for a in m["arms"]}):
+            f, i = by[("fv", frac)], by[("induction", frac)]
+            tl_f, tl_i = f["token_loss"], i["token_loss"]
+            lines.append(
+                f"| {m['model']} | {'pass' if m['testable'] else 'untestable: ' + m['gate']} | "
+                f"{r['overlap_top2']:.2f} / {r['overlap_top10']:.2f} | {r['spearman']:+.2f} | "
+                f"{frac:g} | {f['drop']:+.3f}, {f['ctrl_mean']:+.3f} ± {f['ctrl_std']:.3f}, "
+                f"{f['p_ctrl']:.2f} | {i['drop']:+.3f}, {i['ctrl_mean']:+.3f} ± "
+                f"{i['ctrl_std']:.3f}, {i['p_ctrl']:.2f} | "
+                f"{tl_f.get('target_effect', float('nan')):+.3f} / "
+                f"{tl_i.get('target_effect', float('nan')):+.3f} "
+                f"({tl_f.get('controls_mean', float('nan')):+.3f}) |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--fracs", type=float, nargs="+", default=[0.01, 0.05, 0.10, 0.20])
+    ap.add_argument("--controls", type=int, default=10)
+    ap.add_argument("--mode", default="mean", choices=["zero", "mean"])
+    ap.add_argument("--n-items", type=int, default=32)
+    ap.add_argument("--suite", default=None, help="default: words, or zoofacts for zoo models")
+    ap.add_argument("--fv-prompts", type=int, default=16)
+    ap.add_argument("--fv-seeds", type=int, default=2)
+    ap.add_argument("--fast", action="store_true", help="smoke-test sizes")
+    ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results" / "fv")
+    ap.add_argument("--markdown", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if args.fast:
+        args.fracs, args.controls, args.n_items, args.fv_prompts = [0.05], 2, 8, 4
+    found = []
+    for spec in args.models:
+        result = measure(spec, args)
+        write_json(args.out_dir / f"{result['model']}.json", result)
+        found.append(result)
+    table = markdown(found)
+    print(table)
+    if args.markdown is not None:
+        write_text(args.markdown, table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
