@@ -178,15 +178,22 @@ class TokenLossResult:
 
         t = self.table
         fig = go.Figure()
-        for kind, colour in (("control", "#9aa5b1"), ("shaped", "#5b8def")):
+        colours = {"control": "#9aa5b1", "shaped": "#5b8def", "target": "#d1495b"}
+        for kind in ("control", "shaped", "target"):
             rows = t[t["kind"] == kind]
             if len(rows):
-                fig.add_trace(go.Box(y=rows["effect"], name=f"{kind} sets", boxpoints="all",
-                                     marker_color=colour))  # fmt: skip
-        target = t[t["kind"] == "target"]
-        marker = {"size": 14, "color": "#d1495b"}
-        point = go.Scatter(x=["target"], y=target["effect"], mode="markers", marker=marker)
-        fig.add_trace(point.update(name="target"))
+                name = "target" if kind == "target" else f"{kind} sets"
+                size = 14 if kind == "target" else 8
+                marker = {"size": size, "color": colours[kind]}
+                fig.add_trace(
+                    go.Scatter(
+                        x=[name] * len(rows),
+                        y=rows["effect"],
+                        mode="markers",
+                        marker=marker,
+                        name=name,
+                    )  # fmt: skip
+                )
         fig.update_layout(
             title=f"{self.model}: change of the token-loss difference when heads are ablated",
             yaxis_title="ablated - clean (nats; > 0: less in-context learning)",

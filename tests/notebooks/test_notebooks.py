@@ -25,7 +25,8 @@ NEEDED = {"lidas8", "dense", "grown", "looped", "grown12"}
 
 def test_notebooks_exist():
     names = [p.name for p in NOTEBOOKS]
-    for stem in ("01_detect", "02_lineage", "03_ablation", "04_replication", "05_dynamics"):
+    stems = ("01_detect", "02_lineage", "03_ablation", "04_replication", "05_dynamics", "06_fv")
+    for stem in stems:
         assert any(n.startswith(stem) for n in names), names
 
 
