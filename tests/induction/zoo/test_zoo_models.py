@@ -6,7 +6,15 @@ import torch
 from induction import load_model
 from induction.looped import LoopPlan
 from induction.scan import induction_scores
-from induction.zoo.registry import FIRST_ZOO, FIXED_PROTOCOL, model_card, zoo_models, zoo_path
+from induction.zoo.registry import (
+    FIRST_ZOO,
+    FIXED_PROTOCOL,
+    SECOND_ZOO,
+    TWELVE_LAYER_ZOO,
+    model_card,
+    zoo_models,
+    zoo_path,
+)
 from lineage.log import duplication_log
 
 SHIPPED = zoo_models()
@@ -28,7 +36,10 @@ def test_fixed_protocol_seeds_ship_in_order_the_first_with_its_checkpoints():
             assert steps and all((s / "config.json").is_file() for s in steps)
 
 
-FIXED = [n for n in SHIPPED if n.rsplit("-s", 1)[0] in FIXED_PROTOCOL]
+#: every model trained by the fixed protocol: the first fixed zoo, the second, the 12-layer record
+FIXED = [
+    n for n in SHIPPED if n.rsplit("-s", 1)[0] in FIXED_PROTOCOL + SECOND_ZOO + TWELVE_LAYER_ZOO
+]
 
 
 @pytest.mark.parametrize("name", FIXED)
@@ -51,10 +62,12 @@ def test_model_has_an_induction_head(name):
     assert scores["induction"].max() >= 0.4
 
 
-GROWN = [n for n in SHIPPED if n.startswith("grown")]  # grown-s* and grown12-s*
+#: the first zoo's grown models (grown-s*, grown12-s*), whose growth waited for a head
+GROWN = [n for n in SHIPPED if n.rsplit("-s", 1)[0] in FIRST_ZOO and n.startswith("grown")]
+FIXED_GROWN = [n for n in FIXED if n.startswith(("lidas", "grown"))]
 
 
-@pytest.mark.parametrize("name", GROWN + [n for n in FIXED if n.startswith("lidas")])
+@pytest.mark.parametrize("name", GROWN + FIXED_GROWN)
 def test_grown_log_resolves_every_layer(name):
     loaded = load_model(name, device="cpu")
     log = duplication_log(loaded)
