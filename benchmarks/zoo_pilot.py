@@ -88,6 +88,21 @@ RUNS: dict[str, dict] = {
         "phases": icl_phases(),
         "seed": 1,
     },
+    # grown8c-s0 (the zoo's recipe, seed 0) ended variable assignment at 0.34 where m8-s1
+    # (seed 1) reached 0.92 and d8-rec (dense, seed 0) 0.70: does a longer schedule rescue it?
+    "g8-6k": {
+        "family": "lidas",
+        "depth": 8,
+        "initial_depth": 4,
+        "grow_block": 1,
+        "grow_operator": "midas",
+        "grow_at": LATE_GROWTH,
+        "lr": 3e-3,
+        "warmup": 100,
+        "steps": 6000,
+        "phases": icl_phases(),
+        "seed": 0,
+    },
 }
 
 
