@@ -25,6 +25,7 @@ Writes ``<out-dir>/<model>.json`` (every number) as each model lands and a markd
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -144,30 +145,47 @@ def measure(spec: str, args) -> dict:
 
 
 def markdown(found: list[dict]) -> str:
-    lines = [
-        "| model | gate | overlap top 2% / 10% | Spearman | frac "
-        "| FV heads ablated (excl. induction 2%): drop, controls, p "
-        "| induction heads ablated (excl. FV 2%): drop, controls, p "
-        "| token-loss effect FV / induction (controls) |",
-        "|---|---|---|---|---|---|---|---|",
+    """Two tables: the rankings per model, then per model and fraction both arms' few-shot
+    drop and token-loss effect, each against its own controls (mean ± sd, empirical p)."""
+    out = [
+        "| model | gate (pair tasks above chance) | top 2% / 10% overlap (Jaccard) | "
+        "Spearman | layers of the top 10% FV heads | their mean induction score (all heads) |",
+        "|---|---|---|---|---|---|",
     ]
     for m in found:
         r = m["rankings"]
+        gate = "pass" if m["testable"] else "untestable: " + m["gate"].split(":")[0]
+        out.append(
+            f"| {m['model']} | {gate} | {r['overlap_top2']:.2f} / {r['overlap_top10']:.2f} | "
+            f"{r['spearman']:+.2f} | {r['fv_top10_layers']} | "
+            f"{r['fv_top10_induction_mean']:.2f} ({r['induction_all_mean']:.2f}) |"
+        )
+    out += [
+        "",
+        "| model | frac | few-shot drop, FV heads (controls; p) | few-shot drop, induction "
+        "heads (controls; p) | token-loss effect, FV heads (controls; p) | token-loss effect, "
+        "induction heads (controls; p) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in found:
         by = {(a["score"], a["frac"]): a for a in m["arms"]}
         for frac in sorted({a["frac"] for a in m["arms"]}):
-            f, i = by[("fv", frac)], by[("induction", frac)]
-            tl_f, tl_i = f["token_loss"], i["token_loss"]
-            lines.append(
-                f"| {m['model']} | {'pass' if m['testable'] else 'untestable: ' + m['gate']} | "
-                f"{r['overlap_top2']:.2f} / {r['overlap_top10']:.2f} | {r['spearman']:+.2f} | "
-                f"{frac:g} | {f['drop']:+.3f}, {f['ctrl_mean']:+.3f} ± {f['ctrl_std']:.3f}, "
-                f"{f['p_ctrl']:.2f} | {i['drop']:+.3f}, {i['ctrl_mean']:+.3f} ± "
-                f"{i['ctrl_std']:.3f}, {i['p_ctrl']:.2f} | "
-                f"{tl_f.get('target_effect', float('nan')):+.3f} / "
-                f"{tl_i.get('target_effect', float('nan')):+.3f} "
-                f"({tl_f.get('controls_mean', float('nan')):+.3f}) |"
-            )
-    return "\n".join(lines) + "\n"
+            cells = []
+            for score in ("fv", "induction"):
+                a = by[(score, frac)]
+                cells.append(
+                    f"{a['drop']:+.3f} ({a['ctrl_mean']:+.3f} ± {a['ctrl_std']:.3f}; "
+                    f"{a['p_ctrl']:.2f})"
+                )
+            for score in ("fv", "induction"):
+                t = by[(score, frac)]["token_loss"]
+                cells.append(
+                    f"{t['target_effect']:+.3f} ({t['controls_mean']:+.3f} ± "
+                    f"{t['controls_sd']:.3f}; {t['p_controls']:.2f})"
+                )
+            n = by[("fv", frac)]["n_heads"]
+            out.append(f"| {m['model']} | {frac:g} ({n} heads) | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,7 +201,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fast", action="store_true", help="smoke-test sizes")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results" / "fv")
     ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument(
+        "--from-results", action="store_true", help="re-render the tables from --out-dir's JSON"
+    )
     args = ap.parse_args(argv)
+    if args.from_results:
+        found = [json.loads((args.out_dir / f"{m}.json").read_text()) for m in args.models]
+        table = markdown(found)
+        print(table)
+        if args.markdown is not None:
+            write_text(args.markdown, table)
+        return 0
     if args.fast:
         args.fracs, args.controls, args.n_items, args.fv_prompts = [0.05], 2, 8, 4
     found = []
