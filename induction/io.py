@@ -487,6 +487,10 @@ def check_output_path(
             f"{flag_name}: the path is {whole} bytes long; paths may have at most "
             f"{PATH_MAX - 1}; pass a shorter path"
         )
+    if folder and path.is_symlink() and not path.exists():  # GR07: replaced whole, at the end
+        raise InputError(
+            f"{flag_name} {path} is a broken or looping symlink; remove it or choose another path"
+        )
     if not folder:
         if path.is_dir():
             raise InputError(f"{flag_name} {path} is a folder; pass a file path")
