@@ -732,6 +732,20 @@ CASES: list[Case] = [
     C("P07", "info ../../../../etc"),
     C("P08", "info {d}/dir.gguf/", lambda e: (e.d / "dir.gguf").mkdir()),
     C("P09_new", "scan {d}/loop --seeds 1", _symlink_loop("loop"), "symlink loop"),
+    # HR: sweep specs and revisions that are paths (HR02-HR04): refused before ds/ exists
+    C(
+        "HR02",
+        "sweep org/name --revisions ../snapshots/abc --seeds 1 --out {d}/ds",
+        None,
+        "is not a branch, tag or commit",
+    ),  # fmt: skip
+    C(
+        "HR03",
+        "sweep org/name --revisions /etc --seeds 1 --out {d}/ds",
+        None,
+        "is not a branch, tag or commit",
+    ),  # fmt: skip
+    C("HR04", "sweep org/../../etc --seeds 1 --out {d}/ds", None, "no such file or folder"),
     C(
         "LD_looplink_sweep",
         "sweep {d}/loop --out {d}/ds --seeds 1 --batch 2",

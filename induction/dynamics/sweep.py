@@ -181,6 +181,12 @@ def discover(sources: Sequence[str], revisions: Sequence[str] | None = None) -> 
                 f"--revisions applies to a hub model, and {spec} is a local path; sweep its "
                 "checkpoints by passing the run folder without --revisions"
             )
+        for rev in revisions:  # HR02, HR03: a revision names a ref, never a path
+            if rev.startswith(("/", "~")) or "\\" in rev or ".." in rev.split("/"):
+                raise InputError(
+                    f"--revisions {rev!r} is not a branch, tag or commit of a hub model; give "
+                    "names such as main or step1000"
+                )
         return [
             SweepItem(spec, rev, spec, rev, _step_of_revision(rev))
             for rev in dict.fromkeys(revisions)
@@ -198,6 +204,11 @@ def discover(sources: Sequence[str], revisions: Sequence[str] | None = None) -> 
 
             resolve_spec(text)  # raises its one-line error
             raise InputError(f"{text} is a link to nothing; point it at a checkpoint folder")
+        elif text.startswith(("/", "./", "../", "~")) or ".." in Path(text).parts:
+            # a path that does not exist (HR04): an input error, not a failed model
+            raise InputError(
+                f"no such file or folder: {text}; pass a checkpoint folder or zoo name"
+            )
         if path.is_dir() and (path / "checkpoints").is_dir():
             items += _run_items(path, text)
         else:
