@@ -34,6 +34,7 @@ from ablation.hooks import HeadAblation, head_means
 from ablation.results import TARGET
 from induction.errors import InputError
 from induction.heads import Head
+from induction.target import model_device
 
 if TYPE_CHECKING:
     from ablation.run import HeadPlan
@@ -104,7 +105,7 @@ def loss_differences(
     """Per sequence: mean loss over the late window minus the early window, in nats."""
     bridge = loaded.bridge
     (e0, e1), (l0, l1) = windows(tokens.shape[1])
-    device = next(bridge.original_model.parameters()).device
+    device = model_device(bridge)
     hooks = ablation.fwd_hooks() if ablation is not None and ablation.heads else []
     out = []
     with bridge.hooks(fwd_hooks=hooks):

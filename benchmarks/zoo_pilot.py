@@ -54,6 +54,22 @@ def early_icl_phases() -> list[dict]:
 
 
 BASE = {"family": "dense", "steps": 2000, "probe_every": 250, "first_checkpoint": 250}
+#: m8-s1's run: the second zoo's staged growth at 8 layers (g8-6k differs in steps and seed).
+M8_S1 = {
+    "family": "lidas",
+    "depth": 8,
+    "initial_depth": 4,
+    "grow_block": 1,
+    "grow_operator": "midas",
+    "grow_at": LATE_GROWTH,
+    "lr": 3e-3,
+    "warmup": 100,
+    "steps": 4000,
+    "phases": icl_phases(),
+    "seed": 1,
+}
+
+
 #: One lever per run against ``d4-base`` (the first zoo's recipe on the 4-layer initial net).
 RUNS: dict[str, dict] = {
     "d4-base": {"depth": 4},
@@ -75,34 +91,10 @@ RUNS: dict[str, dict] = {
     # depth 0 included, where the 8-layer d8-rec learns it: the zoo at 8 layers, grown from the
     # 4-layer network in four one-layer stages (MIDAS, block 1: the layer before the midpoint,
     # so one ancestor ends with 5 copies), growth at LATE_GROWTH, with another seed than d8-rec
-    "m8-s1": {
-        "family": "lidas",
-        "depth": 8,
-        "initial_depth": 4,
-        "grow_block": 1,
-        "grow_operator": "midas",
-        "grow_at": LATE_GROWTH,
-        "lr": 3e-3,
-        "warmup": 100,
-        "steps": 4000,
-        "phases": icl_phases(),
-        "seed": 1,
-    },
+    "m8-s1": M8_S1,
     # grown8c-s0 (the zoo's recipe, seed 0) ended variable assignment at 0.34 where m8-s1
     # (seed 1) reached 0.92 and d8-rec (dense, seed 0) 0.70: does a longer schedule rescue it?
-    "g8-6k": {
-        "family": "lidas",
-        "depth": 8,
-        "initial_depth": 4,
-        "grow_block": 1,
-        "grow_operator": "midas",
-        "grow_at": LATE_GROWTH,
-        "lr": 3e-3,
-        "warmup": 100,
-        "steps": 6000,
-        "phases": icl_phases(),
-        "seed": 0,
-    },
+    "g8-6k": {**M8_S1, "steps": 6000, "seed": 0},
 }
 
 

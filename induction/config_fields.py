@@ -21,23 +21,14 @@ FLAGS = "cli_flags"
 PARSE = "cli_parse"  # text -> field value, for a field the command line spells as text
 
 
-def option(
-    default: Any,
-    help: str,
-    *flags: str,
-    default_factory: Any = None,
-    parse: Callable[[str], Any] | None = None,
-) -> Any:
+def option(default: Any, help: str, *flags: str, parse: Callable[[str], Any] | None = None) -> Any:
     """A dataclass field with ``default`` whose command-line option says ``help``.
 
     ``flags``: the option's names (default ``--field-name``); a boolean may be spelt
     ``"--on/--off"``, a tuple-valued field takes the option once per value (``--task a
     --task b``). ``parse``: the option is read as text and turned into the value by it
     (``--seeds 3`` or ``--seeds 0,1,2``)."""
-    metadata = {HELP: help, FLAGS: flags, PARSE: parse}
-    if default_factory is not None:
-        return field(default_factory=default_factory, metadata=metadata)
-    return field(default=default, metadata=metadata)
+    return field(default=default, metadata={HELP: help, FLAGS: flags, PARSE: parse})
 
 
 def option_fields(config_cls: type) -> list[Field]:
