@@ -95,6 +95,10 @@ RUNS: dict[str, dict] = {
     # grown8c-s0 (the zoo's recipe, seed 0) ended variable assignment at 0.34 where m8-s1
     # (seed 1) reached 0.92 and d8-rec (dense, seed 0) 0.70: does a longer schedule rescue it?
     "g8-6k": {**M8_S1, "steps": 6000, "seed": 0},
+    # g8-6k stayed at chance (0.36 at step 4,750 of 6,000; depth 0 too, where lookup, the same
+    # look-back with another separator, is at 1.00): more steps do not rescue seed 0. The
+    # remaining lever: grown8c's recipe at seed 0 with variable assignment's share doubled
+    "g8-va": {**M8_S1, "seed": 0, "phases": None},
 }
 
 
