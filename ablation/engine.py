@@ -21,7 +21,6 @@ and a damaged line is recomputed, never served.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import time
@@ -37,31 +36,9 @@ from ablation import readout as R
 from ablation.hooks import HeadAblation, HeadMeans, head_means
 from ablation.results import EvalResult
 from ablation.tasks.base import DistTask, GenTask, Task
+from induction.kv_cache import cache_argument, enable_kv_cache
 
 ENGINE_VERSION = 2  # 2: typed results (ablation.results), items per metric
-
-
-def _cache_kwarg_hook(module, args, kwargs):
-    if kwargs.get("past_key_values") is None and kwargs.get("cache") is not None:
-        kwargs["past_key_values"] = kwargs["cache"]
-    return args, kwargs
-
-
-def enable_kv_cache(bridge) -> None:
-    """Make the bridge's attention components extend the HF KV cache (idempotent).
-
-    transformers 5 passes the cache to attention modules as ``cache=`` while TransformerLens
-    4.3's attention bridges read ``past_key_values=``/``layer_past=``; without this, cached
-    decoding through a bridge silently ignores every earlier token (each step attends to
-    itself only). A forward pre-hook on each ``blocks[i].attn`` copies ``cache`` over.
-    """
-    if getattr(bridge, "_ablation_kv_patch", False):
-        return
-    for block in getattr(bridge, "blocks", []):
-        attn = getattr(block, "attn", None)
-        if attn is not None:
-            attn.register_forward_pre_hook(_cache_kwarg_hook, with_kwargs=True)
-    bridge._ablation_kv_patch = True
 
 
 @dataclass
@@ -109,9 +86,7 @@ class Engine:
         self._vocab_text: list[str] | None = None
         self._suspect_cache: dict[tuple, torch.Tensor] = {}
         self.timer = Timer()
-        # transformers 5 renamed the cache argument ``past_key_values`` -> ``cache``
-        params = inspect.signature(self.hf.forward).parameters
-        self._cache_arg = "cache" if "cache" in params else "past_key_values"
+        self._cache_arg = cache_argument(self.hf)
 
     # ------------------------------------------------------------------ preparation
     def _token_texts(self) -> list[str]:

@@ -2,7 +2,7 @@
 does a model's few-shot accuracy follow, and which its token-loss difference?
 
     python benchmarks/fv_comparison.py MODEL [MODEL ...] [--fracs 0.01 0.05 0.1 0.2]
-        [--controls 10] [--mode mean] [--n-items 32] [--fv-prompts 16] [--fast]
+        [--controls 10] [--mode mean] [--n-items 32] [--fv-prompts 16] [--gated-tasks] [--fast]
         [--out-dir benchmarks/results/fv] [--markdown docs/results-fv.md]
 
 Per model, through the jobs ``induction fv``, ``induction scan`` and ``induction ablate`` run:
@@ -15,8 +15,10 @@ Per model, through the jobs ``induction fv``, ``induction scan`` and ``induction
    ``--score induction --exclude fv:0.02``): the mean few-shot drop on the pair tasks against
    uniform and layer-shaped controls from the same remaining pool, and the token-loss
    difference under the same head sets (``--token-loss``);
-3. gates first: the clean pair-task score must beat chance (the candidate accuracy against
-   ``1 / candidates``), else the comparison is "untestable here" and says why.
+3. gates first: with ``--gated-tasks`` (SmolLM2's run) only the tasks the clean model does
+   above chance are scored and ablated; the clean pair-task score must beat chance (the
+   candidate accuracy against ``1 / candidates``), else the comparison is "untestable here"
+   and says why.
 
 Writes ``<out-dir>/<model>.json`` (every number) as each model lands and a markdown table
 (``--markdown``) that docs/results.md links; ``--fast`` is a smoke-test size.
@@ -52,9 +54,33 @@ def top(table: pd.DataFrame, column: str, frac: float) -> set[tuple[int, int]]:
     return {(int(r.layer), int(r.head)) for r in rows.itertuples()}
 
 
-def rankings(loaded, fv_prompts: int, seeds: int) -> tuple[pd.DataFrame, dict]:
+def suite_of(loaded, args) -> str:
+    return args.suite or ("zoofacts" if loaded.info.zoo_vocabulary else "words")
+
+
+def tasks_done(loaded, args) -> tuple[list[str] | None, list[dict]]:
+    """With ``--gated-tasks``: the suite's tasks the clean model does above chance (the lower
+    end of the 95% interval of its own metric above the task's chance level), from one clean
+    pass (an ablation of the top 1% with no controls; only its clean half is read). FV heads
+    are defined on tasks the model does (Todd et al. 2024) and a drop is only read where there
+    is something to drop; the others are named in the results."""
+    if not args.gated_tasks:
+        return None, []
+    cfg = AblationConfig(frac=0.01, suite=suite_of(loaded, args), controls=0,
+                         n_items=args.n_items, seed=0, cache=True)  # fmt: skip
+    gates = ablate(loaded, cfg, progress=False).gates
+    own = gates.groupby("task", sort=False).head(1)  # each task's own metric comes first
+    rows = own[["task", "readout", "n", "clean", "clean_lo", "chance", "above_chance"]]
+    table = rows.to_dict(orient="records")
+    return [r["task"] for r in table if r["above_chance"]], table
+
+
+def rankings(loaded, args, tasks: list[str] | None) -> tuple[pd.DataFrame, dict]:
     """Both scores per head, and how the two top sets relate."""
-    fv = fv_scores(loaded, n_prompts=fv_prompts, seeds=seeds).table
+    fv = fv_scores(
+        loaded, suite=suite_of(loaded, args), tasks=tasks, n_prompts=args.fv_prompts,
+        seeds=args.fv_seeds,
+    ).table  # fmt: skip
     ind = scan(loaded, scores="induction", seeds=3, progress=False).to_frame()
     heads = fv[["layer", "head", "fv"]].merge(ind[["layer", "head", "induction"]])
     facts = {"suite": None, "n_heads": len(heads)}
@@ -69,12 +95,13 @@ def rankings(loaded, fv_prompts: int, seeds: int) -> tuple[pd.DataFrame, dict]:
     return heads, facts
 
 
-def arm(loaded, scores, score: str, other: str, frac: float, args) -> dict:
+def arm(loaded, scores, score: str, other: str, frac: float, args, tasks) -> dict:
     cfg = AblationConfig(
         frac=frac,
         score=score,
         exclude=f"{other}:{EXCLUDE}",
-        suite=args.suite or ("zoofacts" if loaded.info.zoo_vocabulary else "words"),
+        suite=suite_of(loaded, args),
+        tasks=tuple(tasks) if tasks else None,
         mode=args.mode,
         controls=args.controls,
         n_items=args.n_items,
@@ -122,16 +149,26 @@ def chance_gate(arms: list[dict], tasks_gates: list[dict]) -> tuple[bool, str]:
 def measure(spec: str, args) -> dict:
     start = time.perf_counter()
     loaded = load_model(spec, device="cpu")
-    heads, facts = rankings(loaded, args.fv_prompts, args.fv_seeds)
+    tasks, task_table = tasks_done(loaded, args)
+    if tasks is not None:
+        print(f"{loaded.info.name}: {len(tasks)} of {len(task_table)} tasks above chance: "
+              f"{', '.join(tasks) or 'none'} ({time.perf_counter() - start:.0f} s)")  # fmt: skip
+        if not tasks:
+            return {"model": loaded.info.name, "tasks": [], "task_gates": task_table,
+                    "testable": False, "gate": "no pair task above chance", "arms": []}  # fmt: skip
+    heads, facts = rankings(loaded, args, tasks)
+    print(f"{loaded.info.name}: FV and induction scores ({time.perf_counter() - start:.0f} s)")
     scores = heads[["layer", "head", "induction", "fv"]]
     arms = []
     for frac in args.fracs:
-        arms.append(arm(loaded, scores, "fv", "induction", frac, args))
-        arms.append(arm(loaded, scores, "induction", "fv", frac, args))
+        arms.append(arm(loaded, scores, "fv", "induction", frac, args, tasks))
+        arms.append(arm(loaded, scores, "induction", "fv", frac, args, tasks))
         print(f"{loaded.info.name}: frac {frac} done ({time.perf_counter() - start:.0f} s)")
     ok, why = chance_gate(arms, arms[0]["task_gates"])
     return {
         "model": loaded.info.name,
+        "tasks": tasks,
+        "task_gates": task_table,
         "rankings": facts,
         "heads": heads.to_dict(orient="records"),
         "arms": arms,
@@ -153,8 +190,11 @@ def markdown(found: list[dict]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for m in found:
-        r = m["rankings"]
         gate = "pass" if m["testable"] else "untestable: " + m["gate"].split(":")[0]
+        if "rankings" not in m:  # no task above chance: nothing was scored
+            out.append(f"| {m['model']} | {gate} | | | | |")
+            continue
+        r = m["rankings"]
         out.append(
             f"| {m['model']} | {gate} | {r['overlap_top2']:.2f} / {r['overlap_top10']:.2f} | "
             f"{r['spearman']:+.2f} | {r['fv_top10_layers']} | "
@@ -198,6 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", default=None, help="default: words, or zoofacts for zoo models")
     ap.add_argument("--fv-prompts", type=int, default=16)
     ap.add_argument("--fv-seeds", type=int, default=2)
+    ap.add_argument(
+        "--gated-tasks",
+        action="store_true",
+        help="score and ablate only the tasks the clean model does above chance",
+    )
     ap.add_argument("--fast", action="store_true", help="smoke-test sizes")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results" / "fv")
     ap.add_argument("--markdown", type=Path, default=None)

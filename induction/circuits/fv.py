@@ -18,9 +18,11 @@ Here:
   do;
 - corrupted prompts keep each demonstration's input and draw its label from the other
   demonstrations of the same prompt (a random derangement), as Todd et al.'s shuffled labels;
-- batched: the corrupted batch is repeated once per head of a chunk and one forward pass
-  patches a different head in each row block (:func:`cie_batched`); :func:`cie_loop` (one
-  forward per head) is the reference it is tested against;
+- batched: each corrupted prompt is repeated once per head of a chunk and one forward pass
+  patches a different head in each copy (:func:`cie_batched`); the copies run only the last
+  token, on the prompts' prefix KV cache (the patch is at the last position, so nothing
+  earlier changes); :func:`cie_loop` (one full forward per head) is the reference both are
+  tested against;
 - the score's spread is over prompt seeds (each seed draws other queries, demonstrations and
   shuffles).
 """
@@ -28,6 +30,7 @@ Here:
 from __future__ import annotations
 
 import random
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +46,7 @@ from induction.circuits.config import DEFAULT_MAX_ROWS, FVConfig
 from induction.errors import InputError
 from induction.heads import Head
 from induction.jobs import as_loaded, job_config
+from induction.kv_cache import last_token_logits, prefix_cache
 
 if TYPE_CHECKING:
     from induction.specs import ModelLike
@@ -173,12 +177,25 @@ def cie_loop(loaded, corrupted: Batch, means, heads: Sequence[Head]) -> Tensor:
 
 
 def cie_batched(
-    loaded, corrupted: Batch, means, heads: Sequence[Head], max_rows: int = DEFAULT_MAX_ROWS
+    loaded,
+    corrupted: Batch,
+    means,
+    heads: Sequence[Head],
+    max_rows: int = DEFAULT_MAX_ROWS,
+    reuse_prefix: bool = True,
 ) -> Tensor:
-    """:func:`cie_loop` with many heads per forward pass: the corrupted batch repeated once per
-    head of a chunk, row block ``j`` patched at head ``heads[j]`` only."""
-    b = corrupted.ids.shape[0]
-    base = answer_prob(_forward(loaded, corrupted.ids, corrupted.mask, []), corrupted.answer)
+    """:func:`cie_loop` with many heads per forward pass: each corrupted prompt repeated once per
+    head of a chunk, copy ``j`` patched at head ``heads[j]`` only.
+
+    With ``reuse_prefix`` the copies run the last token alone on the prompts' prefix KV cache
+    (:mod:`induction.kv_cache`): exact, since the patch is at the last position and attention
+    is causal, and about prompt-length times cheaper. A model whose cached last-token logits
+    do not reproduce its full forward pass (checked once per batch) gets full passes."""
+    ids, mask, answer = corrupted.ids, corrupted.mask, corrupted.answer
+    b = ids.shape[0]
+    full = _forward(loaded, ids, mask, [])
+    base = answer_prob(full, answer)
+    cache = _checked_prefix_cache(loaded, corrupted, full) if reuse_prefix else None
     per_pass = max(1, max_rows // b)
     out = []
     for start in range(0, len(heads), per_pass):
@@ -193,19 +210,40 @@ def cie_batched(
 
             def fn(z, hook):
                 z = z.clone()
-                for j, head in blocks:
-                    z[j * b : (j + 1) * b, -1, head] = means[layer, head].to(z.dtype)
+                for j, head in blocks:  # row i * reps + j: prompt i, patched at heads[j]
+                    z[j::reps, -1, head] = means[layer, head].to(z.dtype)
                 return z
 
             return fn
 
         hooks = [(z_name(la), make(la)) for la in by_layer]
-        logits = _forward(
-            loaded, corrupted.ids.repeat(reps, 1), corrupted.mask.repeat(reps, 1), hooks
-        )
-        probs = answer_prob(logits, corrupted.answer.repeat(reps)).view(reps, b)
-        out.append((probs - base[None]).mean(1))
+        if cache is not None:
+            logits = last_token_logits(loaded, ids, mask, cache, hooks, reps)
+        else:
+            rows_ids, rows_mask = ids.repeat_interleave(reps, 0), mask.repeat_interleave(reps, 0)
+            logits = _forward(loaded, rows_ids, rows_mask, hooks)
+        probs = answer_prob(logits, answer.repeat_interleave(reps)).view(b, reps)
+        out.append((probs - base[:, None]).mean(0))
     return torch.cat(out)
+
+
+def _checked_prefix_cache(loaded, batch: Batch, full_logits: Tensor):
+    """The prefix KV cache of ``batch``, or ``None`` (with a warning) when the last token run on
+    it does not give ``full_logits``: a model whose cache is not exact falls back to full
+    passes rather than giving other scores."""
+    cache = prefix_cache(loaded, batch.ids, batch.mask)
+    cached = last_token_logits(loaded, batch.ids, batch.mask, cache, [])
+    fp32 = next(loaded.hf_model.parameters()).dtype == torch.float32
+    tol = (1e-4 if fp32 else 2e-2) * float(full_logits.abs().max().clamp(min=1.0))
+    gap = float((cached - full_logits).abs().max())
+    if gap > tol:
+        warnings.warn(
+            f"{loaded.info.name}: logits from the KV cache differ from a full pass by {gap:.2g}; "
+            "FV patching runs full passes (slower, same scores)",
+            stacklevel=3,
+        )
+        return None
+    return cache
 
 
 # --------------------------------------------------------------------------- the pipeline

@@ -30,3 +30,25 @@ def test_a_zoo_model_gets_both_arms_and_is_gated_on_its_pair_tasks(
     r = found["rankings"]
     assert 0 <= r["overlap_top2"] <= 1 and -1 <= r["spearman"] <= 1
     assert "| lidas8-s0 | untestable" in md.read_text()
+
+
+def test_gated_tasks_score_nothing_when_no_pair_task_is_above_chance(fvc, tmp_path, monkeypatch):
+    """--gated-tasks: the clean pass names each task's gate; with none above chance no FV score
+    or ablation runs and the record says untestable."""
+    monkeypatch.setenv("INDUCTION_CACHE", str(tmp_path / "cache"))
+    md = tmp_path / "fv.md"
+    fvc.main(["lidas8", "--fast", "--gated-tasks", "--out-dir", str(tmp_path), "--markdown",
+              str(md)])  # fmt: skip
+    found = json.loads((tmp_path / "lidas8-s0.json").read_text())
+    assert found["tasks"] == [] and found["arms"] == [] and found["testable"] is False
+    assert len(found["task_gates"]) == 4  # the zoofacts tasks, each with its gate
+    assert all(not g["above_chance"] for g in found["task_gates"])
+    assert "| lidas8-s0 | untestable: no pair task above chance |" in md.read_text()
+
+
+def test_fv_speed_paths_agree_with_the_loop(load_benchmark):
+    speed = load_benchmark("fv_speed")
+    out = speed.main(["lidas8", "--heads", "6", "--prompts", "3", "--runs", "1"])
+    assert out["heads"] == 6
+    assert out["max_abs_cie_diff"] < 1e-5
+    assert out["loop_over_prefix"] > 0 and out["full_over_prefix"] > 0

@@ -45,8 +45,11 @@ def test_batched_equals_loop_and_a_silent_head_has_no_effect(tiny):
     means = fv.mean_activations(tiny, clean)
     heads = [(la, h) for la in range(2) for h in range(4)]
     looped = fv.cie_loop(tiny, corrupted, means, heads)
-    batched = fv.cie_batched(tiny, corrupted, means, heads, max_rows=13)  # uneven chunks
+    # uneven chunks; the last token alone on the prefix's KV cache, and full passes
+    batched = fv.cie_batched(tiny, corrupted, means, heads, max_rows=13)
+    full = fv.cie_batched(tiny, corrupted, means, heads, max_rows=13, reuse_prefix=False)
     torch.testing.assert_close(batched, looped, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(full, looped, atol=1e-6, rtol=1e-5)
     assert looped.abs().max() > 0  # patching moves the answer's probability somewhere
 
     # head (1, 2) writes nothing: its slice of o_proj is zero, so patching it changes nothing
@@ -61,6 +64,28 @@ def test_batched_equals_loop_and_a_silent_head_has_no_effect(tiny):
     finally:
         with torch.no_grad():
             o_proj.weight.copy_(saved)
+
+
+def test_a_model_whose_kv_cache_is_not_exact_gets_full_passes(tiny):
+    """A final norm that reads the sequence length (a stand-in for any module the cache cannot
+    reproduce) makes the cached last token differ from a full pass: the scores must still be
+    the reference loop's, with a warning."""
+    prompts = fv.fv_prompts(_examples(), n_prompts=4, shots=3, seed=1)
+    tok = tiny.tokenizer
+    answers = [p.answer for p in prompts]
+    clean = fv.encode(tok, [p.clean for p in prompts], answers, "cpu")
+    corrupted = fv.encode(tok, [p.corrupted for p in prompts], answers, "cpu")
+    means = fv.mean_activations(tiny, clean)
+    heads = [(0, 1), (1, 3)]
+    norm = tiny.hf_model.model.norm
+    handle = norm.register_forward_hook(lambda mod, args, out: out + 0.1 * out.shape[1])
+    try:
+        looped = fv.cie_loop(tiny, corrupted, means, heads)
+        with pytest.warns(UserWarning, match="full passes"):
+            batched = fv.cie_batched(tiny, corrupted, means, heads)
+    finally:
+        handle.remove()
+    torch.testing.assert_close(batched, looped, atol=1e-6, rtol=1e-5)
 
 
 def test_exclusion_ablation_keeps_the_excluded_heads_out_of_target_and_controls(tiny):
