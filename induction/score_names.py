@@ -26,6 +26,10 @@ CONVENTIONS: tuple[Convention, ...] = get_args(Convention)
 #: Scores that ``convention="tl_mul"`` computes TransformerLens's way.
 TL_SCORES = ("induction", "duplicate_token", "previous_token")
 DEFAULT_SEEDS = (0, 1, 2)
+#: The function-vector score (:mod:`induction.circuits.fv`): a head's mean causal indirect
+#: effect on the answer's probability. Not a scan score: it needs pair tasks, not repeated
+#: tokens; lineage, sweeps and timelines follow it beside the scan's.
+FV_SCORE = "fv"
 DEFAULT_COPYING_TOKENS = 512
 
 
@@ -60,3 +64,15 @@ def check_rank_by(rank_by: str | None, names: Sequence[str]) -> str:
             f"cannot rank by {rank_by!r}: it is not among the computed scores ({', '.join(names)})"
         )
     return rank_by
+
+
+def default_threshold(score: str) -> float | None:
+    """The score at which a head conventionally counts as one: :data:`INDUCTION_THRESHOLD` for
+    the detector's scores; ``None`` for FV scores, which have no convention (they are changes
+    in an answer's probability, a few hundredths for the strongest heads of a 135M model)."""
+    return None if score == FV_SCORE else INDUCTION_THRESHOLD
+
+
+def head_kind(score: str) -> str:
+    """What a head strong in ``score`` is called: "induction head", "FV head", ..."""
+    return {"induction": "induction head", FV_SCORE: "FV head"}.get(score, f"{score} head")

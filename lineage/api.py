@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError, LineageError
+from induction.score_names import FV_SCORE, default_threshold
 from induction.zoo.registry import DEFAULT_MODEL
 from lineage.log import DuplicationLog, duplication_log, folder_log
-from lineage.summary import INDUCTION_THRESHOLD
 
 if TYPE_CHECKING:
     from induction.checkpoint import ConfigFacts
@@ -125,7 +125,7 @@ class TraceConfig:
     stage: int = 0
     infer: bool = False
     score: str = "induction"
-    threshold: float = INDUCTION_THRESHOLD
+    threshold: float | None = None  # None: the score's convention (score_names.default_threshold)
     cover: float = 0.8
     seeds: int | list[int] = 3
     batch: int = 32
@@ -324,6 +324,12 @@ def get_scores(traced: TracedModel, cfg: TraceConfig):
     sc = _scan(loaded, cfg)
     with _phase(cfg, f"output norms of {traced.name}"):
         sc = _with_output_norm(sc, loaded)
+    if cfg.score == FV_SCORE:
+        fv = sc.attrs.get("fv", {})
+        return sc, (
+            f"FV scores computed now ({fv.get('suite')} suite, {fv.get('n_tasks')} tasks x "
+            f"{fv.get('n_prompts')} prompts x {fv.get('seeds')} seeds)"
+        )
     return sc, f"scanned now (seeds {sc.attrs.get('seeds')}, batch {cfg.batch})"
 
 
@@ -415,6 +421,15 @@ def _read_scores(value: Any, what: str):
 
 
 def _scan(loaded, cfg: TraceConfig):
+    """The traced score of ``loaded``: a scan, or FV scores (``score="fv"``, the defaults of
+    :func:`induction.circuits.fv.fv_scores`)."""
+    if cfg.score == FV_SCORE:
+        from induction.circuits.fv import fv_scores
+
+        result = fv_scores(loaded, progress=cfg.progress)
+        table = result.table
+        table.attrs["fv"] = result.settings
+        return table
     from induction.scan import induction_scores
 
     return induction_scores(
@@ -461,7 +476,7 @@ def trace(
         top=cfg.top,
         score=cfg.score,
         initial_scores=init_sc,
-        threshold=cfg.threshold,
+        threshold=cfg.threshold if cfg.threshold is not None else default_threshold(cfg.score),
         cover=cfg.cover,
         silent_hint=silent_hint(_real_log(traced, cfg.log) if not cfg.infer else traced.log),
     )

@@ -98,7 +98,8 @@ def ancestor_table(s) -> Table:
         if has_init:
             own = r.ancestor_score
             flag = r.was_induction_head
-            row.append("-" if own != own else f"{own:.3f} {'yes' if flag else 'no'}")
+            mark = "" if flag is None else (" yes" if flag else " no")
+            row.append("-" if own != own else f"{own:.3f}{mark}")
         row.append(r.descendants.replace("; ", ", "))
         a.add_row(*row)
     return a

@@ -21,10 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from induction.errors import InputError
+from induction.score_names import FV_SCORE, INDUCTION_THRESHOLD, head_kind
 from lineage.ancestry import head_label
-
-#: A head at or above this induction score is conventionally called an induction head.
-INDUCTION_THRESHOLD = 0.4
 
 
 @dataclass
@@ -41,9 +39,9 @@ class LineageSummary:
     sentence: str
     initial_heads: int  # heads in the ancestor stage (layers x heads)
     ancestor_stage: int
-    threshold: float
+    threshold: float | None  # None: the score has no conventional threshold (FV scores)
     layer_counts: dict[int, int] = field(default_factory=dict)  # ancestor layer -> top heads
-    n_top_above: int = 0  # top heads scoring at least ``threshold``
+    n_top_above: int | None = 0  # top heads scoring at least ``threshold``
     detail: str = ""  # layer-level sentence and the threshold count
     notes: list[str] = field(default_factory=list)
 
@@ -133,7 +131,7 @@ def summarize(
     top: int = 12,
     score: str = "induction",
     initial_scores=None,
-    threshold: float = INDUCTION_THRESHOLD,
+    threshold: float | None = INDUCTION_THRESHOLD,
     cover: float = 0.8,
     silent_hint: str | None = None,
 ) -> LineageSummary:
@@ -145,7 +143,10 @@ def summarize(
         top: number of strongest heads.
         initial_scores: optional scores of the ancestor stage's model (the initial network or a
             pre-growth checkpoint, matching ``ancestry.attrs["to_stage"]``): adds each
-            ancestor's own score and whether it was an induction head (>= ``threshold``).
+            ancestor's own score and whether it already was a head of the kind (>=
+            ``threshold``; the column is ``was_induction_head`` whatever the score).
+        threshold: ``None`` for a score with no conventional threshold (FV scores): nothing
+            is marked and no count is given, a note says how to ask for them.
         cover: share of the top heads the headline ancestors must hold.
         silent_hint: closing guess of the note on silent top heads (when ``scores`` has an
             ``output_norm`` column, :mod:`induction.output_norm`); default "zero-initialised
@@ -176,14 +177,20 @@ def summarize(
     if initial_scores is not None:
         n_anc_layers = depths[to_stage] if depths else int(ancestry["ancestor_layer"].max()) + 1
         init = score_map(check_scores(initial_scores, n_anc_layers, n_heads, score), score)
-    anc_df = ancestor_table(links, ancestry, score_map(sc, score), init, threshold)
+    digits = 4 if score == FV_SCORE else 2  # FV scores are probability changes of ~1e-3
+    anc_df = ancestor_table(links, ancestry, score_map(sc, score), init, threshold, digits)
     primaries = anc_df[anc_df["n_top"] > 0]
     coverage, headline = headline_ancestors(primaries, top, cover)
     counts = ancestor_layer_counts(primaries)
     stage_word = _stage_word(ancestry, to_stage)
     n_distinct = len(primaries)
     initial_heads = depths[to_stage] * n_heads if depths else n_distinct
-    n_above = int((ranked[score] >= threshold).sum())
+    n_above = None if threshold is None else int((ranked[score] >= threshold).sum())
+    if threshold is None:
+        notes.append(
+            f"{score} scores have no conventional threshold: pass --threshold to count the top "
+            f"heads and mark the ancestors that already were {head_kind(score)}s"
+        )
     if len(anc_df) > n_distinct:
         notes.append(
             f"counting every weighted ancestor (mixes), the top heads have {len(anc_df)} ancestors"
@@ -199,7 +206,7 @@ def summarize(
         headline_heads=coverage[len(headline) - 1],
         coverage=coverage,
         sentence=headline_sentence(
-            primaries, coverage, headline, top, stage_word, initial_heads, init, threshold
+            primaries, coverage, headline, top, stage_word, initial_heads, init, threshold, score
         ),
         initial_heads=initial_heads,
         ancestor_stage=to_stage,
@@ -275,7 +282,9 @@ def primary_ancestors(ranked, ancestry, score: str):
     return pd.DataFrame(rows), links
 
 
-def ancestor_table(links, ancestry, score_of: dict, init: dict | None, threshold: float):
+def ancestor_table(
+    links, ancestry, score_of: dict, init: dict | None, threshold: float | None, digits: int = 2
+):
     """One row per ancestor of the top heads: how many it holds (as primary, with any
     weight), its top descendants with their scores, its descendants in the whole model and,
     given ``init`` scores, its own score. Sorted by the headline rule: top heads held, then
@@ -287,7 +296,7 @@ def ancestor_table(links, ancestry, score_of: dict, init: dict | None, threshold
     for al, ah, layer, head, share, primary in links:
         grouped.setdefault((al, ah), []).append((layer, head, share, primary))
     rows = [
-        _ancestor_row(al, ah, desc, score_of, all_desc.get((al, ah), 0), init, threshold)
+        _ancestor_row(al, ah, desc, score_of, all_desc.get((al, ah), 0), init, threshold, digits)
         for (al, ah), desc in grouped.items()
     ]
     return (
@@ -300,7 +309,7 @@ def ancestor_table(links, ancestry, score_of: dict, init: dict | None, threshold
     )
 
 
-def _ancestor_row(al, ah, links, score_of, n_descendants, init, threshold) -> dict:
+def _ancestor_row(al, ah, links, score_of, n_descendants, init, threshold, digits=2) -> dict:
     desc = sorted(((lay, h, w, score_of[(lay, h)]) for lay, h, w, _ in links), key=lambda d: -d[3])
     vals = [d[3] for d in desc]
     row = {
@@ -311,7 +320,7 @@ def _ancestor_row(al, ah, links, score_of, n_descendants, init, threshold) -> di
         "n_top_any": len(links),
         "weight": sum(w for _, _, w, _ in links),
         "descendants": "; ".join(
-            f"{head_label(lay, h)} {s:.2f}" + (f" (x{w:.2f})" if w < 1 - 1e-9 else "")
+            f"{head_label(lay, h)} {s:.{digits}f}" + (f" (x{w:.2f})" if w < 1 - 1e-9 else "")
             for lay, h, w, s in desc
         ),
         "score_sum": float(sum(vals)),
@@ -322,7 +331,8 @@ def _ancestor_row(al, ah, links, score_of, n_descendants, init, threshold) -> di
     if init is not None:
         own = init.get((al, ah))
         row["ancestor_score"] = own if own is not None else float("nan")
-        row["was_induction_head"] = None if own is None else bool(own >= threshold)
+        known = own is not None and threshold is not None
+        row["was_induction_head"] = bool(own >= threshold) if known else None
     return row
 
 
@@ -351,8 +361,9 @@ def _stage_word(ancestry, to_stage: int) -> str:
 
 
 def headline_sentence(
-    primaries, coverage, headline, top, stage_word, initial_heads, init, threshold
-) -> str:
+    primaries, coverage, headline, top, stage_word, initial_heads, init, threshold,
+    score: str = "induction",
+) -> str:  # fmt: skip
     """ "10 of the 12 strongest heads descend from 2 ancestors (L1H3, L1H0); ..."."""
     m, held, n_distinct = len(headline), coverage[len(headline) - 1], len(primaries)
     sentence = (
@@ -365,10 +376,12 @@ def headline_sentence(
         )
     elif m == n_distinct:
         sentence += f" of the {stage_word}'s {initial_heads} heads"
-    if init is not None:
+    if init is not None and threshold is not None:
         flags = list(primaries["was_induction_head"])
         was = sum(1 for w in flags if w)
-        verb = "was already an induction head" if was == 1 else "were already induction heads"
+        kind = head_kind(score)
+        article = "an" if kind.startswith(("induction", "FV")) else "a"
+        verb = f"was already {article} {kind}" if was == 1 else f"were already {kind}s"
         unknown = sum(w is None for w in flags)
         extra = f"; {unknown} without a score" if unknown else ""
         sentence += f"; {was} of these {n_distinct} ancestors {verb} (>= {threshold:g}{extra})"
@@ -377,9 +390,10 @@ def headline_sentence(
 
 def layer_sentence(counts, top, stage_word, n_layers_stage, n_above, threshold) -> str:
     """The layer-level detail line and the count of top heads at or above ``threshold``."""
-    return (
+    line = (
         f"By layer: the {top} descend from {len(counts)} of the {stage_word}'s "
-        f"{n_layers_stage} layers ("
-        + ", ".join(f"L{lay}: {n}" for lay, n in counts.items())
-        + f"); {n_above} of the {top} score >= {threshold:g}."
+        f"{n_layers_stage} layers (" + ", ".join(f"L{lay}: {n}" for lay, n in counts.items()) + ")"
     )
+    if threshold is None:
+        return line + "."
+    return line + f"; {n_above} of the {top} score >= {threshold:g}."

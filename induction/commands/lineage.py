@@ -89,11 +89,21 @@ def lineage(
         ),
     ] = False,
     score: Annotated[
-        str, typer.Option("--score", help="Score column that ranks heads.")
+        str,
+        typer.Option(
+            "--score",
+            help="Score column that ranks heads: a scan score, or fv (function-vector scores, "
+            "computed now on the model's pair tasks unless --scores has an fv column).",
+        ),
     ] = "induction",
     threshold: Annotated[
-        float, typer.Option("--threshold", help="Score at which a head is an induction head.")
-    ] = INDUCTION_THRESHOLD,
+        float | None,
+        typer.Option(
+            "--threshold",
+            help=f"Score at which a head counts as one of its kind (default {INDUCTION_THRESHOLD} "
+            "for scan scores; FV scores have no conventional one).",
+        ),
+    ] = None,
     cover: Annotated[
         float,
         typer.Option(
@@ -130,7 +140,7 @@ def lineage(
         raise InputError(f"--top must be a positive integer, got {top}")
     if not 0 < cover <= 1:
         raise InputError(f"--cover must be in (0, 1], got {cover}; e.g. 0.8")
-    if not math.isfinite(threshold):
+    if threshold is not None and not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite score, got {threshold}; e.g. 0.4")
     check_output_path(out, TABLE_SUFFIXES, "--out")
     for path in export or []:

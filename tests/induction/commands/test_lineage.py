@@ -67,6 +67,27 @@ def test_json_summary_and_initial_scores(grown_dir, scores_csv, tmp_path):
     assert data["top"][0]["ancestor"] == "L0H1"
 
 
+def test_fv_lineage_computes_fv_scores_now_and_marks_no_ancestor_without_a_threshold(grown_dir):
+    """--score fv: FV scores computed now on the zoo's pair tasks, for the model and its
+    initial network; FV scores have no conventional threshold, so no ancestor is marked and a
+    note says how to ask; with --threshold they are marked as FV heads."""
+    initial = grown_dir.parent / "initial"
+    result = run("lineage", grown_dir, "--score", "fv", "--initial", initial, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["scores_source"].startswith("FV scores computed now (zoofacts suite")
+    assert data["score"] == "fv" and data["threshold"] is None
+    assert data["n_top_above_threshold"] is None
+    assert all(a["was_induction_head"] is None for a in data["ancestors"])
+    assert any("no conventional threshold" in n for n in data["notes"])
+    assert "already" not in data["sentence"]
+    marked = run("lineage", grown_dir, "--score", "fv", "--initial", initial, "--threshold",
+                 "-1", "--json")  # fmt: skip
+    data = json.loads(marked.stdout)
+    assert all(a["was_induction_head"] is True for a in data["ancestors"])
+    assert "were already FV heads (>= -1)" in data["sentence"]
+
+
 def test_scan_now_and_initial_model(grown_dir):
     """No --scores: the model is scanned now; --initial scans the 2-layer initial network."""
     initial = grown_dir.parent / "initial"
