@@ -76,3 +76,18 @@ def default_threshold(score: str) -> float | None:
 def head_kind(score: str) -> str:
     """What a head strong in ``score`` is called: "induction head", "FV head", ..."""
     return {"induction": "induction head", FV_SCORE: "FV head"}.get(score, f"{score} head")
+
+
+def check_sweep_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
+    """:func:`check_scores` that also takes :data:`FV_SCORE` (sweeps compute it beside the
+    scan); ``fv`` comes last."""
+    names = [s.strip() for s in scores.split(",")] if isinstance(scores, str) else list(scores)
+    fv = FV_SCORE in names
+    rest = [n for n in names if n and n != FV_SCORE]
+    if fv and not rest:
+        return (FV_SCORE,)
+    try:
+        scan = check_scores(rest)
+    except InputError as exc:
+        raise InputError(f"{exc}, or {FV_SCORE}") from None
+    return (*scan, FV_SCORE) if fv else scan

@@ -31,7 +31,11 @@ def sweep(
     ] = None,
     scores: Annotated[
         str,
-        typer.Option("--scores", help="Comma-separated scan scores."),
+        typer.Option(
+            "--scores",
+            help="Comma-separated scan scores, and fv for function-vector scores (slower: "
+            "patching on the model's pair tasks).",
+        ),
     ] = "induction,prefix_matching,duplicate_token,previous_token",
     seq_len: SeqLenOpt = None,
     batch: PromptBatchOpt = 32,
@@ -69,11 +73,11 @@ def sweep(
     from induction.dynamics.sweep import SweepSettings
     from induction.dynamics.sweep import sweep as run_sweep
     from induction.errors import InputError
-    from induction.score_names import check_scores
+    from induction.score_names import check_sweep_scores
 
     if batch < 1 or seeds < 1:
         raise InputError("--batch and --seeds must be >= 1")
-    names = tuple(check_scores(scores))
+    names = check_sweep_scores(scores)
     settings = SweepSettings(
         scores=names,
         seq_len=seq_len,
@@ -114,7 +118,11 @@ def timeline(
     ] = None,
     score: Annotated[str, typer.Option("--score", help="Score to follow.")] = "induction",
     threshold: Annotated[
-        float | None, typer.Option("--threshold", help="Formation threshold (default 0.4).")
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Formation threshold (default 0.4; FV scores have no default: give one).",
+        ),
     ] = None,
     top: Annotated[int, typer.Option("--top", help="Heads drawn (the strongest at the end).")] = 8,
     settings: Annotated[
@@ -123,7 +131,6 @@ def timeline(
     ] = None,
 ) -> None:
     """Per-head formation steps, growth events and the in-context loss over training."""
-    from induction import INDUCTION_THRESHOLD
     from induction.errors import InputError
     from induction.io import TABLE_SUFFIXES, check_output_path, prepare_outputs
     from induction.plots import FIGURE_SUFFIXES
@@ -147,7 +154,7 @@ def timeline(
         rows,
         model=model,
         score=score,
-        threshold=INDUCTION_THRESHOLD if threshold is None else threshold,
+        threshold=threshold,
         settings=settings,
     )
     with phase(f"drawing {out}"):

@@ -53,6 +53,8 @@ CODE = (
     "induction.depth",
     "induction.dynamics.sweep",
 )
+#: Enter the hash only when FV scores are asked for (``--scores ...,fv``).
+FV_CODE = ("induction.circuits.fv", "induction.kv_cache", "ablation.tasks.zoofacts")
 _STEP = re.compile(r"^step-(\d+)(-pre)?$")
 _REV_STEP = re.compile(r"(\d+)$")
 
@@ -79,7 +81,9 @@ class SweepItem:
 @dataclass(frozen=True)
 class SweepSettings:
     """What each model gets: scan settings (:class:`induction.scan.ScanConfig` fields) and
-    the optional score sets. ``device``/``dtype`` say where it runs and are not hashed."""
+    the optional score sets. ``scores`` may hold ``fv``: function-vector scores
+    (:func:`induction.circuits.fv.fv_scores`, its defaults) beside the scan's, per head.
+    ``device``/``dtype`` say where it runs and are not hashed."""
 
     scores: tuple[str, ...] = ("induction", "prefix_matching", "duplicate_token", "previous_token")
     seq_len: int | None = None
@@ -100,9 +104,12 @@ class SweepSettings:
         """Settings every model would refuse are refused once, before the dataset exists (the
         limits of one model, its context length, are checked per model)."""
         from induction.prompts import MIN_SEQ_LEN, normalize_seeds
-        from induction.score_names import check_convention, check_scores
+        from induction.score_names import check_convention, check_sweep_scores
 
-        check_scores(self.scores)
+        check_sweep_scores(self.scores)
+        if not self.scan_scores and (self.loss or self.ablate):
+            what = "--loss" if self.loss else "--ablate"
+            raise InputError(f"{what} needs a scan score beside fv; e.g. --scores induction,fv")
         check_convention(self.convention)
         normalize_seeds(self.seeds)
         for name, value, least in (("--batch", self.batch, 1), ("--n-repeats", self.n_repeats, 2),
@@ -125,11 +132,24 @@ class SweepSettings:
         if not self.ablate:
             d.pop("ablate_frac")
             d.pop("ablate_controls")
-        return fingerprint(d, source_hash(CODE), length=12)
+        code = source_hash(CODE + FV_CODE) if self.fv else source_hash(CODE)
+        return fingerprint(d, code, length=12)
+
+    @property
+    def scan_scores(self) -> tuple[str, ...]:
+        from induction.score_names import FV_SCORE
+
+        return tuple(s for s in self.scores if s != FV_SCORE)
+
+    @property
+    def fv(self) -> bool:
+        from induction.score_names import FV_SCORE
+
+        return FV_SCORE in self.scores
 
     def scan_kwargs(self) -> dict[str, Any]:
         return dict(
-            scores=list(self.scores),
+            scores=list(self.scan_scores),
             seq_len=self.seq_len,
             batch=self.batch,
             seeds=self.seeds,
@@ -324,16 +344,22 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
         reloader = _RELOADERS[key] = Reloader(settings.device, settings.dtype)
     loaded = reloader.load(item.spec, revision=item.revision)
     chash = chash or loaded_model_hash(loaded)
-    result = scan(loaded, **settings.scan_kwargs())
+    result = scan(loaded, **settings.scan_kwargs()) if settings.scan_scores else None
     rows = _Rows()
-    n_heads = result.n_heads
-    for name in result.scores:
+    n_heads = int(loaded.info.n_heads)
+    for name in result.scores if result is not None else ():
         st = result.stats[name]
         mean, std = st.mean.tolist(), st.std.tolist()
         for i, layer in enumerate(result.layers):
             for h in range(n_heads):
                 rows.add(layer, h, name, mean[i][h], std[i][h])
-    if result.in_context_loss is not None:
+    if settings.fv:
+        from induction.circuits.fv import fv_scores
+
+        fv = fv_scores(loaded, progress=False).table
+        for r in fv.itertuples(index=False):
+            rows.add(r.layer, r.head, "fv", r.fv, r.fv_std)
+    if result is not None and result.in_context_loss is not None:
         icl = result.in_context_loss
         for name in ("loss_first", "loss_repeat", "loss_drop"):
             rows.add(None, None, name, icl[name], icl.get(f"{name}_std"))
@@ -358,7 +384,7 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
             for r in anc[anc["primary"]].itertuples():
                 rows.add(r.layer, r.head, "ancestor_layer", float(r.ancestor_layer), None)
                 rows.add(r.layer, r.head, "ancestor_share", float(r.share), None)
-    if settings.ablate:
+    if settings.ablate and result is not None:
         from ablation.pipeline import ablate
 
         res = ablate(

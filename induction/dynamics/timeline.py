@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError
 from induction.heads import head_label
-from induction.score_names import INDUCTION_THRESHOLD
+from induction.score_names import INDUCTION_THRESHOLD, default_threshold
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -177,15 +177,25 @@ def build_timeline(
     *,
     model: str | None = None,
     score: str = "induction",
-    threshold: float = INDUCTION_THRESHOLD,
+    threshold: float | None = None,
     duplication_log: Any = None,
     settings: str | None = None,
 ) -> Timeline:
     """The :class:`Timeline` of ``model`` (default: the dataset's only model) from sweep rows
-    (:func:`induction.dynamics.dataset.read_dataset`). ``duplication_log`` (a
-    :class:`lineage.log.DuplicationLog`) overrides the final checkpoint's log. ``settings``
-    picks one sweep's rows (its settings hash) when the dataset holds several."""
+    (:func:`induction.dynamics.dataset.read_dataset`). ``threshold``: the formation threshold,
+    by default the score's convention (0.4; FV scores have none and need one given).
+    ``duplication_log`` (a :class:`lineage.log.DuplicationLog`) overrides the final
+    checkpoint's log. ``settings`` picks one sweep's rows (its settings hash) when the dataset
+    holds several."""
     import pandas as pd
+
+    if threshold is None:
+        threshold = default_threshold(score)
+    if threshold is None:
+        raise InputError(
+            f"--score {score} has no conventional formation threshold; pass --threshold, e.g. "
+            "0.01 (FV scores are changes in the answer's probability)"
+        )
 
     models = sorted(rows["model"].dropna().unique())
     if model is None:

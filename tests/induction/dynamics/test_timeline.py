@@ -178,3 +178,42 @@ def test_threshold_out_of_range_is_refused_before_reading(tmp_path, value, one_l
     )
     one_line_error(result, "--threshold must be in [0, 1]")
     assert not out.exists()
+
+
+def test_fv_sweep_and_timeline(tiny_run, tmp_path):
+    """--scores induction,fv: a head row per checkpoint for each; the FV timeline needs a
+    threshold (FV scores have no conventional one) and follows heads like any head score."""
+    from induction.dynamics.dataset import read_dataset
+    from induction.dynamics.sweep import SweepSettings, sweep
+
+    ds = tmp_path / "ds"
+    settings = SweepSettings(scores=("induction", "fv"), seeds=1, batch=4)
+    sweep([str(tiny_run)], ds, settings=settings, progress=False)
+    rows = read_dataset(ds)
+    fv = rows[rows["score"] == "fv"]
+    assert len(fv) == len(rows[rows["score"] == "induction"]) > 0
+    assert fv["value"].notna().all() and (fv["value"] != 0).any()
+    runner = CliRunner()
+    out = tmp_path / "fv.html"
+    result = runner.invoke(app, ["timeline", str(ds), "--score", "fv", "--out", str(out)])
+    assert result.exit_code == 2 and "no conventional formation threshold" in result.output
+    assert not out.exists()
+    args = ["timeline", str(ds), "--score", "fv", "--threshold", "0.001", "--out", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert out.is_file()
+
+
+def test_fv_sweep_settings_are_checked_and_hashed_apart():
+    from induction.dynamics.sweep import SweepSettings
+    from induction.errors import InputError
+
+    assert SweepSettings(scores=("fv",)).scan_scores == ()
+    assert (
+        SweepSettings(scores=("induction", "fv")).hash()
+        != SweepSettings(scores=("induction",)).hash()
+    )
+    with pytest.raises(InputError, match="--loss needs a scan score beside fv"):
+        SweepSettings(scores=("fv",), loss=True)
+    with pytest.raises(InputError, match="unknown score 'bogus'.*, or fv"):
+        SweepSettings(scores=("induction", "bogus", "fv"))
