@@ -28,7 +28,8 @@ from induction.training.protocol import (  # noqa: E402
     TRAIN_CONFIG,
     TRAIN_LOG,
     FixedTrainConfig,
-    icl_phases,  # the recipe the pilot chose (d8-rec: the candidate, before it was fixed)
+    icl_phases,  # d8-rec's curriculum, the second zoo's first recipe
+    icl_va_phases,  # the same with variable assignment's share doubled (the zoo's recipe)
     train_fixed,
 )
 from induction.zoo import corpus as C  # noqa: E402
@@ -102,20 +103,10 @@ RUNS: dict[str, dict] = {
 }
 
 
-VA_MIX = {"copy": 0.25, "lookup": 0.2, "varassign": 0.3, "regbench": 0.05, "bigram": 0.05,
-          "facts": 0.15}  # fmt: skip
-
-
-def va_phases() -> list[dict]:
-    phases = icl_phases()
-    phases[1]["mix"] = dict(VA_MIX)
-    return phases
-
-
 def config(name: str) -> FixedTrainConfig:
     fields = BASE | RUNS[name]
     if fields.get("phases", ()) is None:
-        fields["phases"] = va_phases()
+        fields["phases"] = icl_va_phases()
     return FixedTrainConfig(**({"preset": f"pilot-{name}", "seed": 0} | fields))
 
 
