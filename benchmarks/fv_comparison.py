@@ -67,7 +67,8 @@ def tasks_done(loaded, args) -> tuple[list[str] | None, list[dict]]:
     if not args.gated_tasks:
         return None, []
     cfg = AblationConfig(frac=0.01, suite=suite_of(loaded, args), controls=0,
-                         n_items=args.n_items, seed=0, cache=True)  # fmt: skip
+                         n_items=args.n_items, seed=0, cache=True,
+                         readouts=args.readouts)  # fmt: skip
     gates = ablate(loaded, cfg, progress=False).gates
     own = gates.groupby("task", sort=False).head(1)  # each task's own metric comes first
     rows = own[["task", "readout", "n", "clean", "clean_lo", "chance", "above_chance"]]
@@ -75,14 +76,33 @@ def tasks_done(loaded, args) -> tuple[list[str] | None, list[dict]]:
     return [r["task"] for r in table if r["above_chance"]], table
 
 
-def rankings(loaded, args, tasks: list[str] | None) -> tuple[pd.DataFrame, dict]:
-    """Both scores per head, and how the two top sets relate."""
-    fv = fv_scores(
-        loaded, suite=suite_of(loaded, args), tasks=tasks, n_prompts=args.fv_prompts,
-        seeds=args.fv_seeds,
-    ).table  # fmt: skip
+def both_scores(loaded, args, tasks: list[str] | None) -> pd.DataFrame:
+    """FV and induction score per head, kept under the cache root keyed by the model's content
+    and code fingerprint and the FV settings, so a run stopped later (SmolLM2's takes hours on a
+    CPU) resumes without recomputing them."""
+    from ablation.run import model_fingerprint
+    from induction.fingerprint import cache_root, fingerprint, source_hash
+    from induction.io import read_table, write_table
+
+    suite = suite_of(loaded, args)
+    code = source_hash(("induction.circuits.fv", "induction.kv_cache"))
+    key = fingerprint(
+        model_fingerprint(loaded), suite, tasks, args.fv_prompts, args.fv_seeds, code, length=16
+    )
+    path = cache_root() / "fv_comparison" / f"{key}.csv"
+    if path.is_file():
+        return read_table(path)
+    fv = fv_scores(loaded, suite=suite, tasks=tasks, n_prompts=args.fv_prompts,
+                   seeds=args.fv_seeds).table  # fmt: skip
     ind = scan(loaded, scores="induction", seeds=3, progress=False).to_frame()
     heads = fv[["layer", "head", "fv"]].merge(ind[["layer", "head", "induction"]])
+    write_table(heads, path)
+    return heads
+
+
+def rankings(loaded, args, tasks: list[str] | None) -> tuple[pd.DataFrame, dict]:
+    """Both scores per head, and how the two top sets relate."""
+    heads = both_scores(loaded, args, tasks)
     facts = {"suite": None, "n_heads": len(heads)}
     for frac in (0.02, 0.10):
         a, b = top(heads, "fv", frac), top(heads, "induction", frac)
@@ -108,6 +128,7 @@ def arm(loaded, scores, score: str, other: str, frac: float, args, tasks) -> dic
         seed=0,
         token_loss=True,
         cache=True,
+        readouts=args.readouts,
     )
     result = ablate(loaded, cfg, scores=scores, progress=False)
     mean = result.report[result.report.task == "MEAN"].iloc[0]
@@ -242,6 +263,13 @@ def main(argv: list[str] | None = None) -> int:
         "--gated-tasks",
         action="store_true",
         help="score and ablate only the tasks the clean model does above chance",
+    )
+    ap.add_argument(
+        "--no-readouts",
+        dest="readouts",
+        action="store_false",
+        help="only each task's own metric, without the teacher-forced log-prob and candidate "
+        "accuracy (one forward per candidate: most of the time on a real tokenizer's words)",
     )
     ap.add_argument("--fast", action="store_true", help="smoke-test sizes")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results" / "fv")
