@@ -239,9 +239,13 @@ def ablate(
     token_loss = None
     if cfg.token_loss:
         from ablation import token_loss as TL
+        from induction.fingerprint import cache_root
 
         say("token-loss difference: clean and under every head set")
-        token_loss = TL.run(loaded, plan, mode=cfg.mode, mean_over=cfg.mean_over, seed=cfg.seed)
+        cache = cache_root() / "token_loss" if cfg.cache else None
+        token_loss = TL.run(
+            loaded, plan, mode=cfg.mode, mean_over=cfg.mean_over, seed=cfg.seed, cache=cache
+        )
         meta["token_loss"] = {**token_loss.summary(), **token_loss.settings}
     return AblationResult(
         model=loaded.info.name,

@@ -15,6 +15,12 @@ drawn from a seed stream no training run uses); for other models natural English
 Python documentation's topic pages that ship with every CPython (``pydoc_data.topics``),
 tokenised and cut into windows of ``length`` tokens (say which Python: the text is that
 version's documentation).
+
+Cached (``cache=``, a folder; ``induction ablate`` uses one under the cache root unless
+``--no-cache``): each head set's per-sequence differences are kept in a file named by the
+model's fingerprint, the text and ablation settings, the head set and this module's source,
+so a controls-heavy comparison (benchmarks/fv_comparison.py on SmolLM2 runs eight ablations
+of eleven head sets) computes the clean pass once and resumes across sessions.
 """
 
 from __future__ import annotations
@@ -118,7 +124,7 @@ def loss_differences(
                 logits[:, :-1].float().transpose(1, 2), ids[:, 1:], reduction="none"
             )  # [b, pos - 1]: position t predicts token t + 1
             out.append((nll[:, l0:l1].mean(1) - nll[:, e0:e1].mean(1)).cpu().numpy())
-    return np.concatenate(out)
+    return np.concatenate(out).astype(np.float64)  # as a cached entry reads back
 
 
 @dataclass
@@ -219,29 +225,47 @@ def run(
     length: int | None = None,
     seed: int = 0,
     batch: int = 8,
+    cache: str | Path | None = None,
 ) -> TokenLossResult:
     """The token-loss difference clean and with each head set of ``plan`` ablated (the same
-    sets as the few-shot run); ``length`` defaults to 96 for zoo models, else 256."""
+    sets as the few-shot run); ``length`` defaults to 96 for zoo models, else 256; ``cache``:
+    a folder keeping each head set's differences (module docs)."""
     info = loaded.info
     length = length or (96 if info.zoo_vocabulary else min(256, int(info.n_ctx)))
     if info.zoo_vocabulary:
         tokens, source = zoo_text(n, length, seed), "held-out zoo text (MIX_V2)"
     else:
         tokens, source = natural_text(loaded.tokenizer, n, length, seed), text_source()
-    means = None
-    if mode == "mean":
-        mask = torch.ones_like(tokens)
-        batches = [
-            (tokens[i : i + batch], mask[i : i + batch]) for i in range(0, len(tokens), batch)
-        ]
-        means = head_means(
-            loaded.bridge, batches, range(info.n_layers), per_position=mean_over == "position"
-        )
-    clean = loss_differences(loaded, tokens, None, batch)
+    store = _Store(cache, loaded, (n, length, seed, source, mode, mean_over)) if cache else None
+    found_means: list = []
+
+    def means():
+        if mode != "mean":
+            return None
+        if not found_means:
+            mask = torch.ones_like(tokens)
+            batches = [
+                (tokens[i : i + batch], mask[i : i + batch]) for i in range(0, len(tokens), batch)
+            ]
+            per_position = mean_over == "position"
+            layers = range(info.n_layers)
+            found_means.append(head_means(loaded.bridge, batches, layers, per_position))
+        return found_means[0]
+
+    def differences(heads: list[tuple[int, int]]) -> np.ndarray:
+        hit = store.get(heads) if store is not None else None
+        if hit is not None and len(hit) == len(tokens):
+            return hit
+        ablation = HeadAblation(heads, mode, means(), mean_over) if heads else None
+        diff = loss_differences(loaded, tokens, ablation, batch)
+        if store is not None:
+            store.put(heads, diff)
+        return diff
+
+    clean = differences([])
     rows = []
     for label, heads in plan.head_sets():
-        ablation = HeadAblation(_expand(plan, heads), mode, means, mean_over)
-        diff = loss_differences(loaded, tokens, ablation, batch)
+        diff = differences(_expand(plan, heads))
         paired = diff - clean
         kind = "target" if label == TARGET else label.rstrip("0123456789")
         rows.append(
@@ -272,3 +296,53 @@ def run(
 
 def _expand(plan: HeadPlan, heads: list[Head] | list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [tuple(h) for h in plan.expand(heads)]  # all passes of a tied looped model
+
+
+class _Store:
+    """One JSON file per head set under ``folder/<model fingerprint>/``, named by a hash of the
+    settings, the sorted heads and this module's source, sealed and written atomically. A file
+    that does not parse, names another key or fails its seal is noted, recomputed and
+    rewritten (docs/safety.md)."""
+
+    def __init__(self, folder: str | Path, loaded: LoadedModel, settings: tuple):
+        from ablation.run import model_fingerprint
+        from induction.fingerprint import fingerprint, source_hash
+
+        self.folder = Path(folder) / model_fingerprint(loaded)
+        self.base = fingerprint(settings, source_hash(("ablation.token_loss", "ablation.hooks")))
+
+    def _path(self, heads: list[tuple[int, int]]) -> tuple[Path, str]:
+        from induction.fingerprint import fingerprint
+
+        key = fingerprint(self.base, sorted(heads), length=24)
+        return self.folder / f"{key}.json", key
+
+    def get(self, heads: list[tuple[int, int]]) -> np.ndarray | None:
+        import json
+
+        from induction.seals import note_damaged, open_record
+
+        path, key = self._path(heads)
+        try:
+            raw = path.read_text()
+        except OSError:  # not cached yet
+            return None
+        try:
+            data = open_record(json.loads(raw))
+            if data is not None and data.get("key") == key:
+                return np.asarray(data["diff"], dtype=float)
+        except (ValueError, TypeError, KeyError):
+            pass
+        note_damaged(path, "content hash mismatch")
+        return None
+
+    def put(self, heads: list[tuple[int, int]], diff: np.ndarray) -> None:
+        from induction.io import write_json
+        from induction.seals import seal_record
+
+        path, key = self._path(heads)
+        try:
+            record = {"key": key, "heads": sorted(heads), "diff": diff.tolist()}
+            write_json(path, seal_record(record))
+        except OSError:  # a read-only cache: computed again next time
+            pass

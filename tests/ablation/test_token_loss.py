@@ -69,3 +69,26 @@ def test_run_reports_the_plans_head_sets(lidas8):
     assert set(frame["model"]) == {"lidas8-s0"}
     again = TL.run(lidas8, plan, n=8, seed=0)  # same seed, same numbers
     np.testing.assert_allclose(again.table["effect"], t["effect"], atol=0)
+
+
+def test_cached_head_sets_are_served_and_a_damaged_entry_is_rebuilt(lidas8, tmp_path, capsys):
+    """``cache=``: one sealed file per head set (clean included); a second run reads them and
+    gives the same numbers; an edited entry is noted on stderr and computed again."""
+    import json
+
+    plan = HeadPlan(target=[(5, 1)], controls=[[(0, 1)]], selection="test")
+    first = TL.run(lidas8, plan, n=4, seed=0, mode="mean", cache=tmp_path)
+    files = sorted(tmp_path.rglob("*.json"))
+    assert len(files) == 3  # clean, target, control
+    again = TL.run(lidas8, plan, n=4, seed=0, mode="mean", cache=tmp_path)
+    np.testing.assert_allclose(again.table["effect"], first.table["effect"], atol=0)
+    assert again.clean == first.clean
+    target = next(f for f in files if json.loads(f.read_text())["heads"] == [[5, 1]])
+    record = json.loads(target.read_text())
+    record["diff"][0] += 1.0  # an edit the seal does not cover
+    target.write_text(json.dumps(record))
+    rebuilt = TL.run(lidas8, plan, n=4, seed=0, mode="mean", cache=tmp_path)
+    assert "damaged" in capsys.readouterr().err
+    np.testing.assert_allclose(rebuilt.table["effect"], first.table["effect"], atol=0)
+    uncached = TL.run(lidas8, plan, n=4, seed=0, mode="mean")
+    np.testing.assert_allclose(uncached.table["effect"], first.table["effect"], atol=0)
