@@ -100,7 +100,7 @@ def check_scores(scores, n_layers: int, n_heads: int, score: str = "induction"):
     if missing:
         raise InputError(
             f"score table lacks column(s) {', '.join(missing)}; expected layer, head, {score} "
-            "(as written by `induction scan`)"
+            f"(as written by `induction {'fv' if score == FV_SCORE else 'scan'} --out`)"
         )
     df = scores[["layer", "head", score]].dropna()
     if df.empty:
