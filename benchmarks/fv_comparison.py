@@ -182,9 +182,10 @@ def measure(spec: str, args) -> dict:
     scores = heads[["layer", "head", "induction", "fv"]]
     arms = []
     for frac in args.fracs:
-        arms.append(arm(loaded, scores, "fv", "induction", frac, args, tasks))
-        arms.append(arm(loaded, scores, "induction", "fv", frac, args, tasks))
-        print(f"{loaded.info.name}: frac {frac} done ({time.perf_counter() - start:.0f} s)")
+        for score, other in (("fv", "induction"), ("induction", "fv")):
+            arms.append(arm(loaded, scores, score, other, frac, args, tasks))
+            print(f"{loaded.info.name}: {score} heads at {frac:g} done "
+                  f"({time.perf_counter() - start:.0f} s)")  # fmt: skip
     ok, why = chance_gate(arms, arms[0]["task_gates"])
     return {
         "model": loaded.info.name,
@@ -278,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         "--from-results", action="store_true", help="re-render the tables from --out-dir's JSON"
     )
     args = ap.parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):  # progress shows in a log file as it happens
+        sys.stdout.reconfigure(line_buffering=True)
     if args.from_results:
         found = [json.loads((args.out_dir / f"{m}.json").read_text()) for m in args.models]
         table = markdown(found)
