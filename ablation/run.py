@@ -9,10 +9,8 @@ raw results that :mod:`ablation.report` turns into the per-task table.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -36,6 +34,7 @@ from ablation.selection import (
 from ablation.tasks.base import Task
 from induction.errors import InputError
 from induction.heads import head_label
+from induction.score_names import HEAD_SCORE_PROVIDERS, register_head_score
 
 
 @dataclass
@@ -75,16 +74,11 @@ class RunResult:
     cached: int = 0  # results reused from the resume cache
 
 
-#: Head scores beyond the detector's (``induction.score_names.SCORES``), by name: a function of
-#: the loaded model returning a table with ``layer``, ``head`` and the score column. Packages
-#: above this one register theirs (``induction.circuits.fv`` registers ``fv``), so ``--score fv``
-#: and
-#: ``--exclude fv:0.02`` work without this package importing them.
-SCORE_PROVIDERS: dict[str, Callable[[Any], pd.DataFrame]] = {}
-
-
-def register_score(name: str, provider: Callable[[Any], pd.DataFrame]) -> None:
-    SCORE_PROVIDERS[name] = provider
+#: Head scores beyond the detector's, by name (``induction.score_names.HEAD_SCORE_PROVIDERS``,
+#: the ground floor's registry: ``induction.circuits.fv`` registers ``fv``, so ``--score fv`` and
+#: ``--exclude fv:0.02`` work without this package importing it).
+SCORE_PROVIDERS = HEAD_SCORE_PROVIDERS
+register_score = register_head_score
 
 
 def compute_scores(

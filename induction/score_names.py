@@ -6,8 +6,8 @@ Definitions of the attention scores are in :meth:`induction.prompts.PromptLayout
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, cast, get_args
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, cast, get_args
 
 from induction.errors import InputError
 
@@ -91,3 +91,22 @@ def check_sweep_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
     except InputError as exc:
         raise InputError(f"{exc}, or {FV_SCORE}") from None
     return (*scan, FV_SCORE) if fv else scan
+
+
+#: Head scores beyond the detector's (:data:`SCORES`), by name: a function of the loaded model
+#: returning a table with ``layer``, ``head`` and the score column. Units on upper floors
+#: register theirs (``induction.circuits.fv`` registers ``fv`` when imported), so ablation,
+#: lineage and sweeps rank heads by them without importing those units (docs/design.md).
+HEAD_SCORE_PROVIDERS: dict[str, Callable[[Any], Any]] = {}
+
+
+def register_head_score(name: str, provider: Callable[[Any], Any]) -> None:
+    HEAD_SCORE_PROVIDERS[name] = provider
+
+
+def head_score_provider(name: str) -> Callable[[Any], Any]:
+    """The registered provider of ``name``; a one-line error that says how to register it."""
+    if name not in HEAD_SCORE_PROVIDERS:
+        hint = " (import induction.circuits.fv to register it)" if name == FV_SCORE else ""
+        raise InputError(f"no provider of the {name!r} head score{hint}")
+    return HEAD_SCORE_PROVIDERS[name]

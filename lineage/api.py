@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError, LineageError
-from induction.score_names import FV_SCORE, default_threshold
+from induction.score_names import FV_SCORE, default_threshold, head_score_provider
 from induction.zoo.registry import DEFAULT_MODEL
 from lineage.log import DuplicationLog, duplication_log, folder_log
 
@@ -421,15 +421,10 @@ def _read_scores(value: Any, what: str):
 
 
 def _scan(loaded, cfg: TraceConfig):
-    """The traced score of ``loaded``: a scan, or FV scores (``score="fv"``, the defaults of
-    :func:`induction.circuits.fv.fv_scores`)."""
-    if cfg.score == FV_SCORE:
-        from induction.circuits.fv import fv_scores
-
-        result = fv_scores(loaded, progress=cfg.progress)
-        table = result.table
-        table.attrs["fv"] = result.settings
-        return table
+    """The traced score of ``loaded``: a scan, or FV scores (``score="fv"``: the provider
+    ``induction.circuits.fv`` registers, with ``fv_scores``' defaults)."""
+    if cfg.score == FV_SCORE:  # registered by induction.circuits.fv, a floor above
+        return head_score_provider(FV_SCORE)(loaded)
     from induction.scan import induction_scores
 
     return induction_scores(

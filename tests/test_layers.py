@@ -22,7 +22,7 @@ FLOORS = {
     "ablation": 2,
     "induction.training": 3,
     "induction.circuits": 3,
-    "induction.dynamics": 3,
+    "induction.dynamics": 4,
     "induction.replication": 4,
     "induction.commands": 5,
 }

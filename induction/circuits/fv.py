@@ -381,13 +381,16 @@ fv_scores = run
 def _fv_table(loaded) -> pd.DataFrame:
     """The ``fv`` score for ``induction ablate --score fv`` / ``--exclude fv:FRAC`` (the
     defaults of :func:`fv_scores`)."""
-    return fv_scores(loaded).table[["layer", "head", "fv"]]
+    result = fv_scores(loaded)
+    table = result.table[["layer", "head", "fv", "fv_std"]].copy()
+    table.attrs["fv"] = result.settings
+    return table
 
 
 def _register() -> None:
-    from ablation.run import register_score
+    from induction.score_names import FV_SCORE, register_head_score
 
-    register_score("fv", _fv_table)
+    register_head_score(FV_SCORE, _fv_table)
 
 
 _register()
