@@ -46,20 +46,17 @@ def cache_argument(hf_model) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
-def prefix_cache(loaded, ids: Tensor, mask: Tensor) -> Any:
-    """The KV cache of every position of left-padded ``ids`` but the last (no hooks run)."""
+def prefix_cache(loaded, ids: Tensor, mask: Tensor) -> tuple[Tensor, Any]:
+    """One full pass over left-padded ``ids`` (no hooks): its last-position logits
+    ``[batch, vocab]`` and the KV cache of every position but the last."""
     enable_kv_cache(loaded.bridge)
-    hf = loaded.hf_model
     pos = (mask.cumsum(-1) - 1).clamp(min=0)
     with torch.inference_mode():
-        out = hf(
-            input_ids=ids[:, :-1],
-            attention_mask=mask[:, :-1],
-            position_ids=pos[:, :-1],
-            use_cache=True,
-        )
+        out = loaded.hf_model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
     cache = getattr(out, "cache", None)
-    return cache if cache is not None else out.past_key_values
+    cache = cache if cache is not None else out.past_key_values
+    cache.crop(-1)  # drop the last token: each patched copy runs it again
+    return out.logits[:, -1].float(), cache
 
 
 def repeated(cache: Any, reps: int) -> Any:

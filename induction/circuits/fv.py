@@ -193,9 +193,13 @@ def cie_batched(
     do not reproduce its full forward pass (checked once per batch) gets full passes."""
     ids, mask, answer = corrupted.ids, corrupted.mask, corrupted.answer
     b = ids.shape[0]
-    full = _forward(loaded, ids, mask, [])
+    cache = None
+    if reuse_prefix:
+        full, cache = prefix_cache(loaded, ids, mask)
+        cache = _checked(loaded, corrupted, full, cache)
+    else:
+        full = _forward(loaded, ids, mask, [])
     base = answer_prob(full, answer)
-    cache = _checked_prefix_cache(loaded, corrupted, full) if reuse_prefix else None
     per_pass = max(1, max_rows // b)
     out = []
     for start in range(0, len(heads), per_pass):
@@ -227,11 +231,10 @@ def cie_batched(
     return torch.cat(out)
 
 
-def _checked_prefix_cache(loaded, batch: Batch, full_logits: Tensor):
-    """The prefix KV cache of ``batch``, or ``None`` (with a warning) when the last token run on
-    it does not give ``full_logits``: a model whose cache is not exact falls back to full
-    passes rather than giving other scores."""
-    cache = prefix_cache(loaded, batch.ids, batch.mask)
+def _checked(loaded, batch: Batch, full_logits: Tensor, cache):
+    """``cache`` (the prefix cache of ``batch``), or ``None`` (with a warning) when the last
+    token run on it does not give ``full_logits``: a model whose cache is not exact falls back
+    to full passes rather than giving other scores."""
     cached = last_token_logits(loaded, batch.ids, batch.mask, cache, [])
     fp32 = next(loaded.hf_model.parameters()).dtype == torch.float32
     tol = (1e-4 if fp32 else 2e-2) * float(full_logits.abs().max().clamp(min=1.0))

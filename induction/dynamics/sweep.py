@@ -354,10 +354,9 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
             for h in range(n_heads):
                 rows.add(layer, h, name, mean[i][h], std[i][h])
     if settings.fv:
-        from induction.circuits import fv as _fv  # noqa: F401  (registers the fv head score)
-        from induction.score_names import FV_SCORE, head_score_provider
+        from induction.circuits.fv import fv_scores
 
-        fv = head_score_provider(FV_SCORE)(loaded)
+        fv = fv_scores(loaded, progress=False).table
         for r in fv.itertuples(index=False):
             rows.add(r.layer, r.head, "fv", r.fv, r.fv_std)
     if result is not None and result.in_context_loss is not None:

@@ -36,13 +36,17 @@ def test_prompts_shuffle_labels_and_hold_out_the_query():
         fv.fv_prompts(_examples(3), n_prompts=1, shots=4, seed=0)
 
 
-def test_batched_equals_loop_and_a_silent_head_has_no_effect(tiny):
-    prompts = fv.fv_prompts(_examples(), n_prompts=6, shots=3, seed=0)
-    tok = tiny.tokenizer
+def _batches(model, n_prompts: int, seed: int):
+    """Clean and label-shuffled prompt batches of the toy task, and the clean mean outputs."""
+    prompts = fv.fv_prompts(_examples(), n_prompts=n_prompts, shots=3, seed=seed)
     answers = [p.answer for p in prompts]
-    clean = fv.encode(tok, [p.clean for p in prompts], answers, "cpu")
-    corrupted = fv.encode(tok, [p.corrupted for p in prompts], answers, "cpu")
-    means = fv.mean_activations(tiny, clean)
+    clean = fv.encode(model.tokenizer, [p.clean for p in prompts], answers, "cpu")
+    corrupted = fv.encode(model.tokenizer, [p.corrupted for p in prompts], answers, "cpu")
+    return clean, corrupted, fv.mean_activations(model, clean)
+
+
+def test_batched_equals_loop_and_a_silent_head_has_no_effect(tiny):
+    clean, corrupted, means = _batches(tiny, n_prompts=6, seed=0)
     heads = [(la, h) for la in range(2) for h in range(4)]
     looped = fv.cie_loop(tiny, corrupted, means, heads)
     # uneven chunks; the last token alone on the prefix's KV cache, and full passes
@@ -70,12 +74,7 @@ def test_a_model_whose_kv_cache_is_not_exact_gets_full_passes(tiny):
     """A final norm that reads the sequence length (a stand-in for any module the cache cannot
     reproduce) makes the cached last token differ from a full pass: the scores must still be
     the reference loop's, with a warning."""
-    prompts = fv.fv_prompts(_examples(), n_prompts=4, shots=3, seed=1)
-    tok = tiny.tokenizer
-    answers = [p.answer for p in prompts]
-    clean = fv.encode(tok, [p.clean for p in prompts], answers, "cpu")
-    corrupted = fv.encode(tok, [p.corrupted for p in prompts], answers, "cpu")
-    means = fv.mean_activations(tiny, clean)
+    clean, corrupted, means = _batches(tiny, n_prompts=4, seed=1)
     heads = [(0, 1), (1, 3)]
     norm = tiny.hf_model.model.norm
     handle = norm.register_forward_hook(lambda mod, args, out: out + 0.1 * out.shape[1])
