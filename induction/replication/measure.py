@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -77,7 +78,10 @@ def source_headline(primary: dict, ranked: Sequence[tuple[int, int]], top: int, 
     ceil(cover x top)`` (10 of 12 at the default 0.8, as :func:`lineage.trace`), ``m`` the
     fewest ancestors holding ``k`` of them, and how many the 2 most prolific ancestors hold
     (the source: 10 of 12 from 2); ``src_min``: the fewest the architecture allows,
-    ``ceil(k / most descendants of one ancestor)``."""
+    ``ceil(k / most descendants of one ancestor)``; ``src_copied``: how many of the ``top``
+    descend from an ancestor with more than one descendant. Growth can only concentrate a
+    lineage through copied ancestors: heads that formed in layers growth never copies have one
+    descendant each, whenever they formed."""
     heads = list(ranked[:top])
     counts = sorted(pd.Series([primary[h] for h in heads]).value_counts().tolist(), reverse=True)
     k = math.ceil(cover * len(heads))
@@ -86,13 +90,15 @@ def source_headline(primary: dict, ranked: Sequence[tuple[int, int]], top: int, 
         if held >= k:
             break
         held, m = held + c, m + 1
-    most = max(pd.Series(list(primary.values())).value_counts().max(), 1)
+    per_ancestor = Counter(primary.values())
+    most = max(max(per_ancestor.values(), default=1), 1)
     return {
         "src_top": len(heads),
         "src_heads": k,
         "src_ancestors": m,
         "src_from2": int(sum(counts[:2])),
         "src_min": math.ceil(k / most),
+        "src_copied": int(sum(per_ancestor[primary[h]] > 1 for h in heads)),
     }
 
 

@@ -41,6 +41,7 @@ SPREAD = (
     "top_layers",
     "src_ancestors",
     "src_from2",
+    "src_copied",
     "flops_vs_dense",
     "card_flops_vs_dense",
 )

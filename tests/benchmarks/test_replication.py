@@ -46,6 +46,7 @@ def test_source_headline(rep_mod):
     h = rep_mod.source_headline(primary, ranked, top=12, cover=0.8)
     assert (h["src_top"], h["src_heads"], h["src_ancestors"], h["src_from2"]) == (12, 10, 2, 10)
     assert h["src_min"] == 2  # ceil(10 / 6)
+    assert h["src_copied"] == 10  # (3, 0) and (3, 1) are their ancestors' only descendants
 
 
 def test_discover_new_zoo_folders(rep_mod, tmp_path):
