@@ -155,6 +155,7 @@ def _quiet_libraries() -> None:
 ZOO_COLUMN = (
     ("fixed-protocol", "FIXED_PROTOCOL"),
     ("second", "SECOND_ZOO"),
+    ("function-vector", "FV_ZOO"),
     ("12-layer (record)", "TWELVE_LAYER_ZOO"),
     ("first (record)", "FIRST_ZOO"),
 )
@@ -189,7 +190,9 @@ def models() -> None:
             typer.echo("  " + _zoo_row(name, registry))  # sorted is stable: registry order
         typer.echo(
             "zoo: fixed-protocol = the current zoo (docs/zoo.md); second = the second "
-            "fixed-protocol zoo,\n     which replaces it once trained; 12-layer (record) = its "
+            "fixed-protocol zoo,\n     which replaces it once trained; function-vector = the "
+            "second zoo's recipe with\n     relations shown only by demonstrations, for FV "
+            "heads; 12-layer (record) = its "
             "first recipe, which\n     failed the in-context gates; first (record) = the first "
             "zoo, kept as a record\n     (docs/results.md)."
         )

@@ -203,8 +203,30 @@ def icl_va_phases() -> list[dict]:
     return phases
 
 
+#: The function-vector zoo's data after the warm-up: :data:`ICL_VA_MIX` with a tenth of the
+#: sequences given to ``pairs`` (the world's facts as ``entity value .`` without the relation
+#: word), taken from ``copy`` and ``facts``. The second zoo states facts only with their
+#: relation word and does the ``zoofacts`` pair tasks at chance, so its FV scores are noise
+#: (docs/results.md); these models are trained to pick a relation from demonstrations.
+ICL_FV_MIX = {
+    "copy": 0.2,
+    "lookup": 0.2,
+    "varassign": 0.3,
+    "regbench": 0.05,
+    "bigram": 0.05,
+    "facts": 0.1,
+    "pairs": 0.1,
+}
+
+
+def icl_fv_phases() -> list[dict]:
+    phases = icl_phases()
+    phases[1]["mix"] = dict(ICL_FV_MIX)
+    return phases
+
+
 #: Named data curricula a preset refers to (a fresh list per config).
-CURRICULA = {"icl": icl_phases, "icl-va": icl_va_phases}
+CURRICULA = {"icl": icl_phases, "icl-va": icl_va_phases, "icl-fv": icl_fv_phases}
 
 
 #: The 12-layer zoo (a record): dense12-s0 and lidas12-s0 were trained on it and left variable
@@ -289,6 +311,16 @@ PRESETS: dict[str, dict] = {
     # FLOP-matched: a 2-layer block run 4 times; parameter-matched: 8 layers run twice
     "looped8c": {"family": "looped", **SECOND_ZOO, "loop_block": 2, "loops": 4},
     "looped8cp": {"family": "looped", **SECOND_ZOO, "depth": 16, "loop_block": 8, "loops": 2},
+    # the function-vector pair (issue #26, docs/zoo.md): the second zoo's dense and late-grown
+    # recipes on ICL_FV_MIX, for FV heads over growth, lineage and training
+    "dense8f": {"family": "dense", **SECOND_ZOO, "phases": "icl-fv"},
+    "grown8f": {
+        "family": "lidas",
+        **SECOND_ZOO,
+        **STAGED_GROWTH,
+        "grow_at": LATE_GROWTH,
+        "phases": "icl-fv",
+    },
 }
 
 

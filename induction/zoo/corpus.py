@@ -13,7 +13,10 @@ joined by spaces, see ``induction.zoo.vocab``):
   DFAs are split into training and held-out ones by :func:`is_training_dfa`;
 - ``bigram``: background text from one fixed bigram chain over the words (a "language");
 - ``facts``: the fixed world's facts (``induction.zoo.world``) stated as ``entity relation
-  value .`` (``w12 w84 3 .``), the knowledge closed-book QA asks for (``docs/zoo19.md``).
+  value .`` (``w12 w84 3 .``), the knowledge closed-book QA asks for (``docs/zoo19.md``);
+- ``pairs``: facts of one relation per segment stated as ``entity value .``, without the
+  relation word: only the pairs before say which relation holds, the demonstration-defined
+  format function vectors carry (Todd et al. 2024) and the ``zoofacts`` pair tasks ask.
 
 Mixes: :data:`MIX_V1` is the default (the shipped models' mix; ``facts`` has weight 0 there,
 i.e. it is absent, so old configs, cards and random streams are unchanged). :data:`MIX_V2`
@@ -35,7 +38,7 @@ import numpy as np
 from induction.zoo import vocab as V
 from induction.zoo.world import fact_ids
 
-KINDS = ("copy", "lookup", "varassign", "regbench", "bigram", "facts")
+KINDS = ("copy", "lookup", "varassign", "regbench", "bigram", "facts", "pairs")
 BACKGROUND_SEED = 1234  # the bigram "language" is the same for every zoo model
 _SEP = V.VOCAB[","]
 _END = V.VOCAB["."]
@@ -171,6 +174,22 @@ def facts_segment(rng: np.random.Generator, budget: int) -> list[int]:
     return out
 
 
+def pairs_segment(rng: np.random.Generator, budget: int) -> list[int]:
+    """``e v . e v . ...`` until ``budget`` tokens: facts of one relation of the fixed world,
+    drawn uniformly per segment, then its facts uniformly with replacement, each stated
+    without its relation word. The relations' value sets overlap (two map to words), so
+    which one holds is read from the pairs, as in a few-shot prompt."""
+    facts = fact_ids()
+    relations = sorted({r for _, r, _ in facts})
+    relation = relations[int(rng.integers(len(relations)))]
+    pool = [(e, v) for e, r, v in facts if r == relation]
+    out: list[int] = []
+    while len(out) < budget:
+        e, v = pool[int(rng.integers(len(pool)))]
+        out += [e, v, _END]
+    return out
+
+
 # ----------------------------------------------------------------------------- RegBench
 @dataclass(frozen=True)
 class DFA:
@@ -278,6 +297,8 @@ def make_sequence(rng: np.random.Generator, cfg: CorpusConfig) -> tuple[list[int
         seq += regbench_segment(rng, sample_dfa(rng, training=True), n)
     elif kind == "facts":
         seq += facts_segment(rng, n)
+    elif kind == "pairs":
+        seq += pairs_segment(rng, n)
     else:
         seq += bigram_text(rng, n)
     return seq[:n], kind

@@ -25,9 +25,12 @@ FIXED_PROTOCOL = ("dense8", "lidas8", "looped8", "looped8p")
 #: in-context recipe; grown in four one-layer stages after (``grown8c``) or before
 #: (``grown8ce``) the initial network forms induction heads.
 SECOND_ZOO = ("dense8c", "grown8c", "grown8ce", "looped8c", "looped8cp")
+#: The function-vector pair (docs/zoo.md): the second zoo's dense and late-grown recipes with
+#: a tenth of the data as demonstration-defined relations (``pairs``), for FV heads.
+FV_ZOO = ("dense8f", "grown8f")
 #: The 12-layer zoo (a record): its recipe leaves variable assignment at chance at 12 layers.
 TWELVE_LAYER_ZOO = ("dense12", "lidas12", "lidas12e", "looped12", "looped12p")
-FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO + TWELVE_LAYER_ZOO
+FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO + FV_ZOO + TWELVE_LAYER_ZOO
 #: What commands and API calls use when no model is named: the fixed-protocol LIDAS model
 #: (seed 0), the replication's subject, trained on the facts ``zoo19``'s closed-book tasks ask.
 DEFAULT_MODEL = "lidas8"

@@ -26,13 +26,19 @@ def test_models_lists_zoo_and_spec_kinds():
     import re
 
     from induction import zoo_models
-    from induction.zoo.registry import FIRST_ZOO, FIXED_PROTOCOL, SECOND_ZOO, TWELVE_LAYER_ZOO
+    from induction.zoo.registry import (
+        FIRST_ZOO,
+        FIXED_PROTOCOL,
+        FV_ZOO,
+        SECOND_ZOO,
+        TWELVE_LAYER_ZOO,
+    )
 
     result = runner.invoke(app, ["models"])
     assert result.exit_code == 0, result.output
     for kind in ("folder", ".gguf", "hub name", "smollm2"):
         assert kind in result.stdout
-    zoo_labels = r"(fixed-protocol|second|12-layer \(record\)|first \(record\))"
+    zoo_labels = r"(fixed-protocol|second|function-vector|12-layer \(record\)|first \(record\))"
     row = re.compile(r"^  (\S+) +(\S+) +" + zoo_labels + r" +(\d+) +(\S+) ")
     listed = [m.groups() for m in map(row.match, result.stdout.splitlines()) if m]
     rows = {r[0]: r for r in listed}
@@ -43,6 +49,7 @@ def test_models_lists_zoo_and_spec_kinds():
     zoos = {
         "fixed-protocol": FIXED_PROTOCOL,
         "second": SECOND_ZOO,
+        "function-vector": FV_ZOO,
         "12-layer (record)": TWELVE_LAYER_ZOO,
         "first (record)": FIRST_ZOO,
     }

@@ -74,3 +74,42 @@ def test_mixes():
 def test_default_stream_unchanged():
     batch = corpus.make_batch(np.random.default_rng(5), corpus.CorpusConfig(), 16)
     assert hashlib.sha256(batch.tobytes()).hexdigest()[:12] == DEFAULT_STREAM_DIGEST
+
+
+# sha256 of make_batch(default_rng(5), 96 tokens, the second zoo's mix, spans <= 40), 16 rows:
+# the second zoo's stream, unchanged when the ``pairs`` kind was added (checked both ways)
+SECOND_ZOO_STREAM_DIGEST = "1d100b47946b"
+
+
+def test_pairs_segment_shows_one_relation_without_its_word():
+    """``pairs``: the world's facts as ``entity value .``, one relation per segment, the
+    relation word never stated, so only the pairs say which relation holds."""
+    rng = np.random.default_rng(0)
+    by_relation: dict[int, set] = {}
+    for e, r, v in W.fact_ids():
+        by_relation.setdefault(r, set()).add((e, v))
+    relation_ids = {V.VOCAB[w] for w in W.RELATION_WORDS}
+    used = Counter()
+    for _ in range(200):
+        seg = corpus.pairs_segment(rng, 96)
+        assert len(seg) % 3 == 0 and len(seg) >= 96 and not relation_ids & set(seg)
+        pairs = {(seg[i], seg[i + 1]) for i in range(0, len(seg), 3)}
+        assert all(seg[i + 2] == V.VOCAB["."] for i in range(0, len(seg), 3))
+        (relation,) = [r for r, facts in by_relation.items() if pairs <= facts]
+        used[relation] += 1
+    assert set(used) == set(by_relation) and min(used.values()) >= 30  # ~50 each
+
+
+def test_the_fv_mix_adds_pairs_and_leaves_the_second_zoo_stream_alone():
+    from induction.training.protocol import ICL_FV_MIX, ICL_VA_MIX
+
+    assert abs(sum(ICL_FV_MIX.values()) - 1) < 1e-9 and ICL_FV_MIX["pairs"] == 0.1
+    assert "pairs" not in ICL_VA_MIX
+    cfg = corpus.CorpusConfig(seq_len=96, mix=dict(ICL_VA_MIX), max_span=40)
+    batch = corpus.make_batch(np.random.default_rng(5), cfg, 16)
+    assert hashlib.sha256(batch.tobytes()).hexdigest()[:12] == SECOND_ZOO_STREAM_DIGEST
+    kinds = Counter(
+        corpus.make_sequence(np.random.default_rng(s), corpus.CorpusConfig(mix=ICL_FV_MIX))[1]
+        for s in range(400)
+    )
+    assert 20 <= kinds["pairs"] <= 65  # 0.1 * 400 = 40

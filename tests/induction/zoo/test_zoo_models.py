@@ -9,6 +9,7 @@ from induction.scan import induction_scores
 from induction.zoo.registry import (
     FIRST_ZOO,
     FIXED_PROTOCOL,
+    FV_ZOO,
     SECOND_ZOO,
     TWELVE_LAYER_ZOO,
     model_card,
@@ -38,7 +39,9 @@ def test_fixed_protocol_seeds_ship_in_order_the_first_with_its_checkpoints():
 
 #: every model trained by the fixed protocol: the first fixed zoo, the second, the 12-layer record
 FIXED = [
-    n for n in SHIPPED if n.rsplit("-s", 1)[0] in FIXED_PROTOCOL + SECOND_ZOO + TWELVE_LAYER_ZOO
+    n
+    for n in SHIPPED
+    if n.rsplit("-s", 1)[0] in FIXED_PROTOCOL + SECOND_ZOO + FV_ZOO + TWELVE_LAYER_ZOO
 ]
 
 
