@@ -295,17 +295,20 @@ def _growth_timing(models: pd.DataFrame, gates: pd.DataFrame, grown: list[str]) 
                 f"{mb.mean():.1f}"
             )
             pair = gates[gates["family"].isin([a, b])]
+            floor = min_perm_p(len(ma), len(mb))
             if not pair["heads"].all():
                 missing = int((~pair["heads"].astype(bool)).sum())
                 verdict = "untestable here"
                 why = f"{missing} of {len(pair)} models fail induction heads"
+            elif floor > ALPHA:
+                verdict = "untestable here"
+                why = f"{len(ma)} and {len(mb)} seeds allow no permutation p below {floor:.2g}"
             else:
                 t = seed_test(ma.tolist(), mb.tolist())
                 verdict = "measured"
                 why = (
                     f"difference {t.diff:+.1f} ancestors over {len(ma)} and {len(mb)} seeds, "
-                    f"permutation p {t.p_perm:.2g} (smallest possible "
-                    f"{min_perm_p(len(ma), len(mb)):.2g})"
+                    f"permutation p {t.p_perm:.2g} (smallest possible {floor:.2g})"
                 )
             rows.append({"claim": "lineage more concentrated when heads form before growth",
                          "source": "not claimed (no published test)", "zoo": zoo,

@@ -262,7 +262,7 @@ SECOND_ZOO = {
 #: centre at an odd one: abcd -> abbcd -> ... -> abbbbbcd). LIDAS's centred block must be even,
 #: and with 2-layer blocks an 8-layer model gives each ancestor at most 3 copies; one layer at
 #: a time gives b 5, so "10 of the 12 strongest heads from 2 ancestors" is reachable (fewest
-#: possible m = 1).
+#: possible m = ceil(10 / 5) = 2).
 STAGED_GROWTH = {"initial_depth": 4, "grow_block": 1, "grow_operator": "midas"}
 #: The fixed-protocol presets (docs/zoo.md). All: d_model 64, 8 heads of 8 dims, 3000 steps
 #: of 32 x 96 tokens, one data stream per seed.

@@ -77,11 +77,7 @@ def test_claims_read_only_gated_comparisons(gates_mod):
     assert "1 of 2 fail induction heads" in failed["decided_by"]
 
 
-def test_growth_timing_compares_the_two_grown_arms_over_seeds(gates_mod):
-    """The zoo's own question: grown8c (heads before growth) vs grown8ce (growth before heads),
-    m over seeds by the exact permutation test; untestable when a seed has no heads."""
-    gates, _ = gates_mod
-    m = {"grown8c": [2, 2, 3], "grown8ce": [9, 10, 10]}
+def _timing_case(m: dict) -> tuple:
     rep = _Rep({"dense8c": 0.1, "grown8c": 0.1, "grown8ce": 0.1}, p=0.5)
     rep.families["source_family"] = ["dense", "lidas", "lidas"]
     rep.models = pd.DataFrame(
@@ -94,26 +90,29 @@ def test_growth_timing_compares_the_two_grown_arms_over_seeds(gates_mod):
             rows.append({"model": f"{fam}-s{seed}", "family": fam, "heads": True,
                          "saturated": False, "testable": True,
                          "heads_before_growth": fam == "grown8c"})  # fmt: skip
-    g = pd.DataFrame(rows)
-    row = (
-        gates.claims(rep, g)
-        .set_index("claim")
-        .loc["lineage more concentrated when heads form before growth"]
-    )
+    return rep, pd.DataFrame(rows)
+
+
+TIMING = "lineage more concentrated when heads form before growth"
+
+
+def test_growth_timing_compares_the_two_grown_arms_over_seeds(gates_mod):
+    """The zoo's own question: grown8c (heads before growth) vs grown8ce (growth before heads),
+    m over seeds by the exact permutation test; untestable when a seed has no heads or the
+    seeds are too few for any p to reach 0.05."""
+    gates, _ = gates_mod
+    rep, g = _timing_case({"grown8c": [2, 2, 3, 2, 3], "grown8ce": [9, 10, 10, 9, 10]})
+    row = gates.claims(rep, g).set_index("claim").loc[TIMING]
     assert row["verdict"] == "measured"
-    assert (
-        "2.3 vs grown8ce" in row["zoo"]
-        and "-7.3 ancestors over 3 and 3 seeds" in (row["decided_by"])
-    )
-    assert "permutation p 0.1 (smallest possible 0.1)" in row["decided_by"]  # 2 / C(6, 3)
+    assert "2.4 vs grown8ce" in row["zoo"]
+    assert "-7.2 ancestors over 5 and 5 seeds" in row["decided_by"]
+    assert "permutation p 0.0079 (smallest possible 0.0079)" in row["decided_by"]  # 2/C(10,5)
     g.loc[0, "heads"] = False
-    row = (
-        gates.claims(rep, g)
-        .set_index("claim")
-        .loc["lineage more concentrated when heads form before growth"]
-    )
-    assert row["verdict"] == "untestable here" and "1 of 6" in row["decided_by"]
+    row = gates.claims(rep, g).set_index("claim").loc[TIMING]
+    assert row["verdict"] == "untestable here" and "1 of 10" in row["decided_by"]
     g["heads_before_growth"] = True  # no arm grew before its heads: nothing to compare
-    assert "lineage more concentrated when heads form before growth" not in set(
-        gates.claims(rep, g)["claim"]
-    )
+    assert TIMING not in set(gates.claims(rep, g)["claim"])
+    rep, g = _timing_case({"grown8c": [2, 2, 3], "grown8ce": [9, 10, 10]})
+    row = gates.claims(rep, g).set_index("claim").loc[TIMING]
+    assert row["verdict"] == "untestable here"
+    assert "3 and 3 seeds allow no permutation p below 0.1" in row["decided_by"]
