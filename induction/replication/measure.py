@@ -83,7 +83,7 @@ def source_headline(primary: dict, ranked: Sequence[tuple[int, int]], top: int, 
     lineage through copied ancestors: heads that formed in layers growth never copies have one
     descendant each, whenever they formed."""
     heads = list(ranked[:top])
-    counts = sorted(pd.Series([primary[h] for h in heads]).value_counts().tolist(), reverse=True)
+    counts = sorted(Counter(primary[h] for h in heads).values(), reverse=True)
     k = math.ceil(cover * len(heads))
     held, m = 0, 0
     for c in counts:

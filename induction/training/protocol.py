@@ -197,10 +197,15 @@ ICL_VA_MIX = {
 }
 
 
-def icl_va_phases() -> list[dict]:
+def _icl_phases_with(mix: dict[str, float]) -> list[dict]:
+    """:func:`icl_phases` with ``mix`` after the warm-up."""
     phases = icl_phases()
-    phases[1]["mix"] = dict(ICL_VA_MIX)
+    phases[1]["mix"] = dict(mix)
     return phases
+
+
+def icl_va_phases() -> list[dict]:
+    return _icl_phases_with(ICL_VA_MIX)
 
 
 #: The function-vector zoo's data after the warm-up: :data:`ICL_VA_MIX` with a tenth of the
@@ -220,9 +225,7 @@ ICL_FV_MIX = {
 
 
 def icl_fv_phases() -> list[dict]:
-    phases = icl_phases()
-    phases[1]["mix"] = dict(ICL_FV_MIX)
-    return phases
+    return _icl_phases_with(ICL_FV_MIX)
 
 
 #: Named data curricula a preset refers to (a fresh list per config).
