@@ -35,10 +35,13 @@ from ablation.tasks.base import GenTask
 SATURATION = 0.9
 #: Share of measured tasks that must be above chance for a suite mean to be read.
 MOST_TASKS = 0.5
-#: The readout verdicts use (fixed in advance, docs/replication.md): accuracy over the
-#: task's answer candidates. Same scale as F1 (a share of items), chance known per item, one
-#: forward pass, and it floors at chance rather than at zero as greedy F1 does.
-VERDICT_READOUT = "cand_acc"
+#: The readouts a verdict may use, in the order it tries them (fixed in advance,
+#: docs/replication.md): the first whose gates pass decides. Accuracy over the task's answer
+#: candidates first: same scale as F1 (a share of items), chance known per item, and it floors
+#: at chance rather than at zero as greedy F1 does. Then the gold answer's teacher-forced
+#: log-probability, which has no floor, so it cannot saturate where accuracy does.
+VERDICT_ORDER = ("cand_acc", "logprob")
+VERDICT_READOUT = VERDICT_ORDER[0]
 
 
 def chance_level(task: GenTask, metric: str | None = None) -> float:
@@ -226,5 +229,15 @@ def heads_before_growth(card: dict | None) -> tuple[int, float] | None:
     return (first, float(max(logged))) if logged else None
 
 
-def verdict_readout() -> str:
-    return VERDICT_READOUT
+def verdict_readout(passes: dict[str, bool] | None = None) -> str:
+    """The readout a verdict uses: the first of :data:`VERDICT_ORDER` whose gates pass
+    (``passes``: readout -> passed; readouts absent were not measured), else the first
+    measured one (whose failure the verdict then names); :data:`VERDICT_READOUT` without
+    ``passes``."""
+    if passes is None:
+        return VERDICT_READOUT
+    measured = [r for r in VERDICT_ORDER if r in passes]
+    for readout in measured:
+        if passes[readout]:
+            return readout
+    return measured[0] if measured else VERDICT_READOUT

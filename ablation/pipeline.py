@@ -127,11 +127,13 @@ class AblationResult:
     def verdict(self) -> str:
         """One sentence on the mean drop that names the failed gate instead of a number's
         reading where one fails (docs/research.md: "untestable here", never "disagrees")."""
-        from ablation.gates import VERDICT_READOUT, suite_gate
+        from ablation.gates import VERDICT_ORDER, suite_gate, verdict_readout
 
         failed = [g.name for g in self.model_gates if g.passed is False]
         if self.gates is not None and not self.gates.empty:
-            readout = VERDICT_READOUT if VERDICT_READOUT in set(self.gates.readout) else None
+            present = [r for r in VERDICT_ORDER if r in set(self.gates.readout)]
+            passes = {r: suite_gate(self.gates, r)["passed"] for r in present}
+            readout = verdict_readout(passes) if present else None
             s = suite_gate(self.gates, readout)
             if not s["passed"]:
                 failed.append(
@@ -196,7 +198,7 @@ def ablate(
                 "path to a JSONL task file"
             )
     tasks = None
-    if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "regbench"):
+    if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "zootrain", "regbench"):
         tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
     loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
     suite = cfg.suite or default_suite(loaded.info)

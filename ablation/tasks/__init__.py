@@ -2,7 +2,8 @@
 
 Suites: ``zoo`` (token-level tasks in the zoo's formats), ``zoo19`` (the source's 19 few-shot
 tasks in four groups, rebuilt in the zoo vocabulary, plus two positive controls; default for
-zoo models; ``docs/zoo19.md``), ``zoofacts`` (the zoo world's relations as pair tasks, for
+zoo models; ``docs/zoo19.md``), ``zootrain`` (the same groups in the zoo's training formats:
+the second zoo's measured suite), ``zoofacts`` (the zoo world's relations as pair tasks, for
 function-vector heads), ``words``
 (19 offline word-level tasks; default for real models), ``paper19`` (the 19 tasks of Saunshi
 et al. 2025; dataset-backed ones need local data), ``regbench`` (held-out random automata),
@@ -21,6 +22,7 @@ from ablation.tasks import (  # noqa: F401  (register)
     zoo,
     zoo19,
     zoofacts,
+    zootrain,
 )
 from ablation.tasks.base import DistItem, DistTask, Example, GenItem, GenTask, Task
 from ablation.tasks.registry import REGISTRY, SuiteRequest
@@ -28,7 +30,7 @@ from ablation.tasks.spec import TaskSpec
 from induction.errors import InputError
 
 #: The built-in suites in listing order; each registers itself (:mod:`ablation.tasks.registry`).
-SUITES = ("zoo", "zoo19", "zoofacts", "words", "paper19", "regbench", "gsm8k")
+SUITES = ("zoo", "zoo19", "zootrain", "zoofacts", "words", "paper19", "regbench", "gsm8k")
 assert sorted(SUITES) == sorted(REGISTRY), "a suite module is registered but not listed"
 
 __all__ = [

@@ -55,7 +55,8 @@ def parser(prog: str | None = None) -> argparse.ArgumentParser:
         "--families",
         nargs="+",
         default=None,
-        help="zoo families (default: dense8 lidas8 looped8 looped8p, or all in --models-dir)",
+        help="zoo families (default: the second zoo, dense8c grown8c grown8ce looped8c "
+        "looped8cp; or all in --models-dir)",
     )
     ap.add_argument("--seeds", nargs="+", type=int, default=None, help="model seeds")
     ap.add_argument("--models-dir", default=None, help="folder of <family>-s<seed> models")

@@ -25,7 +25,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ablation.gates import heads_before_growth, saturated, wilson
+from ablation.gates import VERDICT_ORDER, heads_before_growth, saturated, verdict_readout, wilson
 
 from .config import SOURCE, Settings
 from .stats import min_perm_p
@@ -40,13 +40,15 @@ def task_chances(settings: Settings, max_tokens: int = 96) -> dict[str, float]:
     """Chance (:func:`ablation.gates.chance_level`) of each measured task, averaged over the
     prompt seeds, for the items the replication measured."""
     from ablation.gates import chance_level
-    from ablation.tasks import zoo19
+    from ablation.tasks import load_suite
+    from ablation.tasks.base import GenTask
 
     out: dict[str, list[float]] = {}
     for seed in settings.prompt_seeds:
-        for task in zoo19.load(n_items=settings.n_items, seed=seed, max_tokens=max_tokens,
-                               names=settings.tasks):  # fmt: skip
-            if not task.positive_control:
+        tasks = load_suite(settings.suite, n_items=settings.n_items, seed=seed,
+                           max_tokens=max_tokens, tasks=settings.tasks)  # fmt: skip
+        for task in tasks:
+            if isinstance(task, GenTask) and not task.positive_control:
                 out.setdefault(task.name, []).append(chance_level(task))
     return {k: float(np.mean(v)) for k, v in out.items()}
 
@@ -125,8 +127,15 @@ def gate_table(
             row.update(_probe(name))
         rows.append(row)
     df = pd.DataFrame(rows)
-    gates = ["heads", "above_chance"] + (["in_context"] if probe else [])
-    df["testable"] = df[gates].all(axis=1) & (df["saturated"] == False)  # noqa: E712
+    gates = ["heads"] + (["in_context"] if probe else [])
+    # the task metric (F1/EM, the source's), then each verdict readout's suite gate as the
+    # ablation computed it (ablation.gates.suite_gate: most tasks above chance, not saturated)
+    df["testable"] = df[gates + ["above_chance"]].all(axis=1) & (df["saturated"] == False)  # noqa: E712
+    for readout in VERDICT_ORDER:
+        col = f"gate_pass_{readout}"
+        if col in models.columns:
+            df[f"pass_{readout}"] = models[col].fillna(False).astype(bool).to_numpy()
+            df[f"testable_{readout}"] = df[gates].all(axis=1) & df[f"pass_{readout}"]
     return df
 
 
@@ -145,13 +154,17 @@ def _probe(name: str) -> dict:
     }
 
 
-def _failures(g: pd.DataFrame) -> str:
-    """'17 of 20 models fail in-context; ...' over the gates that fail somewhere."""
+def _failures(g: pd.DataFrame, readouts: bool = False) -> str:
+    """'17 of 20 models fail in-context; ...' over the gates that fail somewhere
+    (``readouts``: also each verdict readout's suite gate)."""
     names = {
         "heads": "induction heads",
         "in_context": "in-context probe",
         "above_chance": "clean above chance",
     }
+    if readouts:
+        names |= {f"pass_{r}": f"the {r} gate (above chance, not saturated)"
+                  for r in VERDICT_ORDER}  # fmt: skip
     parts = []
     for col, label in names.items():
         if col in g and (~g[col].astype(bool)).any():
@@ -172,26 +185,37 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
     comps = rep.comparisons
     rows = []
 
-    # the verdict's readout (ablation.gates.VERDICT_READOUT) where it was measured, else the
-    # task metric (the record: F1/EM)
     models = rep.models
-    readout = "drop_cand_acc" if "drop_cand_acc" in models.columns else "drop"
-    measure = "drop[cand_acc]" if readout == "drop_cand_acc" else "drop"
-    mean_drop = models.groupby("family")[readout].mean()
 
     def drop_claim(claim: str, source: str, a: str, b: str, expect: str) -> None:
+        """The verdict's readout is the first of ablation.gates.VERDICT_ORDER whose gates pass
+        for every model of both families (docs/replication.md); a record measured before the
+        readouts existed is read on its task metric (F1/EM) and the ``testable`` gate."""
         pair = gates[gates["family"].isin([a, b])]
-        label = "cand_acc" if readout == "drop_cand_acc" else "F1/EM"
+        present = [r for r in VERDICT_ORDER if f"testable_{r}" in pair]
+        if present:
+            readout = verdict_readout({r: bool(pair[f"testable_{r}"].all()) for r in present})
+            col, measure, label, ok = (f"drop_{readout}", f"drop[{readout}]", readout,
+                                       bool(pair[f"testable_{readout}"].all()))  # fmt: skip
+        else:
+            col, measure, label, ok = "drop", "drop", "F1/EM", bool(pair["testable"].all())
+        mean_drop = models.groupby("family")[col].mean()
         zoo = f"{label}: {a} {mean_drop[a]:+.3f} vs {b} {mean_drop[b]:+.3f}"
-        if not pair["testable"].all():
-            verdict, why = "untestable here", _failures(pair)
+        n_a, n_b = int((models.family == a).sum()), int((models.family == b).sum())
+        floor = min_perm_p(n_b, n_a)
+        if not ok:
+            verdict, why = "untestable here", _failures(pair, readouts=bool(present))
+        elif floor > ALPHA:
+            verdict = "untestable here"
+            why = (f"gates pass on {label}, but {n_b} and {n_a} seeds allow no permutation p "
+                   f"below {floor:.2g}")  # fmt: skip
         else:
             c = comps[(comps.family == b) & (comps.measure == measure)]
             p = float(c["p_holm"].iloc[0]) if len(c) else math.nan
             diff = mean_drop[b] - mean_drop[a]
-            ok = (diff > 0) == (expect == "more") and p <= ALPHA
-            verdict = "agree" if ok else "disagree"
-            why = f"all gates pass; difference {diff:+.3f}, Holm p {p:.2g}"
+            agree = (diff > 0) == (expect == "more") and p <= ALPHA
+            verdict = "agree" if agree else "disagree"
+            why = f"all gates pass on {label}; difference {diff:+.3f}, Holm p {p:.2g}"
         rows.append({"claim": claim, "source": source, "zoo": zoo, "verdict": verdict,
                      "decided_by": why})  # fmt: skip
 

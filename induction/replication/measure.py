@@ -5,7 +5,7 @@
   12 strongest heads from m ancestors" (Kapl et al. 2025) and, for the heads the ablation
   removes, how concentrated their ancestry is against random head sets;
 - ablation: :func:`ablation.ablate` (``induction ablate``; its prompt budget, head plan and
-  random controls), on the measured suite (``zoo19``, docs/zoo19.md) and on the ``zoo``
+  random controls), on the measured suite (``zootrain``, docs/replication.md) and on the ``zoo``
   suite's RegBench task with the same plan (same target and control head sets).
 
 Per-model statistics come from :mod:`ablation.stats`: the permutation p-value of the mean drop
@@ -34,7 +34,7 @@ from .models import ModelRef
 @dataclass
 class Measured:
     row: dict  # one row of the per-model table
-    tasks: pd.DataFrame  # the ablation reports (zoo19 and RegBench), per task
+    tasks: pd.DataFrame  # the ablation reports (measured suite and RegBench), per task
     scores: pd.DataFrame  # the scan
     sentence: str = ""  # the lineage summary's sentence
     seconds: float = 0.0

@@ -21,7 +21,7 @@ from .store import MeasurementStore, as_stored, code_hash, measurement_key
 @dataclass
 class Replication:
     models: pd.DataFrame  # one row per model (every seed)
-    tasks: pd.DataFrame  # one row per model x task (zoo19 and RegBench reports)
+    tasks: pd.DataFrame  # one row per model x task (measured suite and RegBench reports)
     families: pd.DataFrame  # one row per family
     settings: Settings
     comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)  # families vs dense

@@ -508,6 +508,9 @@ def _design(rep) -> list[str]:
         + (
             "the source's 19 tasks are rebuilt in that vocabulary (docs/zoo19.md)"
             if s.suite == "zoo19"
+            else "the source's closed-book and primitive groups are asked in the zoo's training "
+            "formats (zootrain, docs/replication.md); its other groups need skills never trained"
+            if s.suite == "zootrain"
             else f"the tasks are the {s.suite} suite's"
         )
         + (f", {len(s.tasks)} of them run here" if s.tasks else "")

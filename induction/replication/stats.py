@@ -249,12 +249,13 @@ def comparisons(models: pd.DataFrame) -> pd.DataFrame:
     b = models[models["family"] == base]
     rows = []
     readouts = [("", "drop", "ctrl_drops")]
-    if "drop_cand_acc" in models.columns and models["drop_cand_acc"].notna().all():
-        # the verdict's readout (ablation.gates.VERDICT_READOUT), against both control shapes
-        readouts += [
-            ("[cand_acc]", "drop_cand_acc", "ctrl_drops_cand_acc"),
-            ("[cand_acc, shaped]", "drop_cand_acc", "shaped_drops_cand_acc"),
-        ]
+    for name in ("cand_acc", "logprob"):
+        # the verdict's readouts (ablation.gates.VERDICT_ORDER), against both control shapes
+        if f"drop_{name}" in models.columns and models[f"drop_{name}"].notna().all():
+            readouts += [
+                (f"[{name}]", f"drop_{name}", f"ctrl_drops_{name}"),
+                (f"[{name}, shaped]", f"drop_{name}", f"shaped_drops_{name}"),
+            ]
     for fam in family_order(models["family"]):
         if fam == base:
             continue
@@ -267,7 +268,7 @@ def comparisons(models: pd.DataFrame) -> pd.DataFrame:
                 b[drop].astype(float).tolist(),
                 controls_of(b, ctrl),
             )
-            if tag == "[cand_acc, shaped]":  # the raw drop is the same as [cand_acc]'s
+            if tag.endswith(", shaped]"):  # the raw drop is the same as the uniform's
                 found = {k: v for k, v in found.items() if k != "drop"}
             tests |= {f"{measure}{tag}": t for measure, t in found.items()}
         src = SOURCE["drop"].get(source_family(fam), math.nan) - SOURCE["drop"]["dense"]

@@ -40,41 +40,74 @@ def test_record_fails_its_gates(gates_mod):
 
 
 class _Rep:
-    def __init__(self, drops: dict, p: float):
+    def __init__(self, drops: dict, p: float, seeds: int = 5):
         self.families = pd.DataFrame(
             [{"family": f, "source_family": f.rstrip("0123456789"), "drop": d,
               "src_ancestors": 2.0, "src_min": 2} for f, d in drops.items()]
         )  # fmt: skip
         self.models = pd.DataFrame(
-            [{"family": f, "drop": d, "drop_cand_acc": d} for f, d in drops.items()]
-        )
+            [{"family": f, "drop": d, "drop_cand_acc": d, "drop_logprob": 10 * d}
+             for f, d in drops.items() for _ in range(seeds)]
+        )  # fmt: skip
         self.comparisons = pd.DataFrame(
-            [{"family": "lidas12", "measure": "drop[cand_acc]", "p_holm": p}]
-        )
+            [{"family": "lidas12", "measure": m, "p_holm": p}
+             for m in ("drop", "drop[cand_acc]", "drop[logprob]")]
+        )  # fmt: skip
 
 
-def _gates(testable: dict) -> pd.DataFrame:
+def _gates(testable: dict, seeds: int = 5, cand_acc: bool = True) -> pd.DataFrame:
     rows = []
     for fam, ok in testable.items():
-        rows.append({"model": f"{fam}-s0", "family": fam, "heads": ok, "in_context": True,
-                     "above_chance": True, "saturated": False, "testable": ok,
-                     "heads_before_growth": True})  # fmt: skip
+        for seed in range(seeds):
+            rows.append({"model": f"{fam}-s{seed}", "family": fam, "heads": ok,
+                         "in_context": True, "above_chance": True, "saturated": False,
+                         "testable": ok, "heads_before_growth": True,
+                         "pass_cand_acc": cand_acc, "testable_cand_acc": ok and cand_acc,
+                         "pass_logprob": True, "testable_logprob": ok})  # fmt: skip
     return pd.DataFrame(rows)
 
 
 def test_claims_read_only_gated_comparisons(gates_mod):
     gates, _ = gates_mod
+    claim = "top-20% ablation costs LIDAS more than dense"
     rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01)
     ok = gates.claims(rep, _gates({"dense12": True, "lidas12": True})).set_index("claim")
-    row = ok.loc["top-20% ablation costs LIDAS more than dense"]
+    row = ok.loc[claim]
     assert row["verdict"] == "agree" and row["zoo"].startswith("cand_acc:")
+    assert "all gates pass on cand_acc" in row["decided_by"]
     assert "ancestors" in ok.index[1] and ok.iloc[1]["verdict"] == "agree"
     against = gates.claims(_Rep({"dense12": 0.15, "lidas12": 0.05}, p=0.01),
                            _gates({"dense12": True, "lidas12": True}))  # fmt: skip
     assert against.iloc[0]["verdict"] == "disagree"
     failed = gates.claims(rep, _gates({"dense12": True, "lidas12": False})).iloc[0]
     assert failed["verdict"] == "untestable here"
-    assert "1 of 2 fail induction heads" in failed["decided_by"]
+    assert "5 of 10 fail induction heads" in failed["decided_by"]
+
+
+def test_verdict_readout_falls_back_to_logprob(gates_mod):
+    """cand_acc saturated (its gate fails) but the log-probability's passes: the verdict is
+    read on the log-probability and says so; with neither, untestable, naming both gates."""
+    gates, _ = gates_mod
+    rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01)
+    g = _gates({"dense12": True, "lidas12": True}, cand_acc=False)
+    row = gates.claims(rep, g).iloc[0]
+    assert row["verdict"] == "agree" and row["zoo"].startswith("logprob:")
+    assert "+1.000" in row["decided_by"]  # the log-probability drops, 10x the others here
+    g["pass_logprob"] = g["testable_logprob"] = False
+    row = gates.claims(rep, g).iloc[0]
+    assert row["verdict"] == "untestable here" and row["zoo"].startswith("cand_acc:")
+    assert "fail the cand_acc gate" in row["decided_by"]
+    assert "fail the logprob gate" in row["decided_by"]
+
+
+def test_too_few_seeds_is_untestable_not_disagree(gates_mod):
+    """One seed a family: every gate passes but no p can reach 0.05, so no verdict is read,
+    whatever the difference."""
+    gates, _ = gates_mod
+    rep = _Rep({"dense12": 0.15, "lidas12": 0.05}, p=1.0, seeds=1)
+    row = gates.claims(rep, _gates({"dense12": True, "lidas12": True}, seeds=1)).iloc[0]
+    assert row["verdict"] == "untestable here"
+    assert "1 and 1 seeds allow no permutation p below 1" in row["decided_by"]
 
 
 def _timing_case(m: dict) -> tuple:
