@@ -8,12 +8,12 @@ from pathlib import Path
 
 from ablation.stats import REPLICATION_CONTROLS
 
-#: Where the CLI writes by default (``benchmarks/results/``).
 _CHECKOUT = Path(__file__).resolve().parents[2]
-#: Where results go by default: the checkout's ``benchmarks/results`` (where the shipped
-#: records live), else ``./replication-results`` for an installed package.
+#: Where results go by default: the checkout's ``benchmarks/results/zoo3`` (the second zoo;
+#: the records of the earlier zoos sit beside it, ``zoo2/`` and the top level), else
+#: ``./replication-results`` for an installed package.
 DEFAULT_OUT = (
-    _CHECKOUT / "benchmarks" / "results"
+    _CHECKOUT / "benchmarks" / "results" / "zoo3"
     if (_CHECKOUT / "benchmarks").is_dir()
     else Path("replication-results")
 )

@@ -348,9 +348,10 @@ def gate_markdown(gates: pd.DataFrame) -> str:
             return "n/a"
         return "pass" if bool(v) else "FAIL"
 
+    readouts = [r for r in VERDICT_ORDER if f"pass_{r}" in gates]
     head = ["model", "strongest head", "heads before growth", "lookup (chance)",
             "varassign (gap)", "in context", "tasks above chance", "clean (chance)",
-            "saturated", "testable"]  # fmt: skip
+            "saturated", "testable (F1/EM)", *(f"{r} gate" for r in readouts)]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in gates.to_dict(orient="records"):
         before = r.get("before_growth")
@@ -369,6 +370,7 @@ def gate_markdown(gates: pd.DataFrame) -> str:
             if r["saturated"] is None or r["saturated"] != r["saturated"]
             else ("yes" if r["saturated"] else "no"),
             "yes" if r["testable"] else "no",
+            *(yn(r[f"pass_{x}"]) for x in readouts),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

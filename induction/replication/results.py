@@ -22,7 +22,7 @@ README_START = "<!-- replication:start -->"
 README_END = "<!-- replication:end -->"
 SUMMARY_START = "<!-- replication-summary:start -->"
 SUMMARY_END = "<!-- replication-summary:end -->"
-DEFAULT_FIGURE = "../benchmarks/results/replication.png"  # relative to docs/
+DEFAULT_FIGURE = "../benchmarks/results/zoo3/replication.png"  # relative to docs/
 
 
 def payload(rep: Replication) -> dict:
@@ -179,12 +179,15 @@ def _gated(rep: Replication) -> list[str]:
         "on fresh content (lookup >= 0.6 and >= 3x chance, variable assignment >= 0.5, "
         "first-assigned vs others gap <= 0.2; `induction.zoo.probe`), clean scores above the "
         "best right-type guess (lower end of a 95% Wilson interval, most tasks), and the "
-        "top-20% drop not saturated (it leaves more than 10% of the margin over chance).",
+        "top-20% drop not saturated (it leaves more than 10% of the margin over chance); "
+        "the last columns are those two gates on each verdict readout, as the ablation "
+        "computed them (docs/replication.md).",
         "",
         gate_markdown(rep.gates),
         "",
         "**Verdict per source claim** (a drop comparison is read only when every model of "
-        "both families passes every gate):",
+        "both families passes the model gates and a readout's gates, on the first of "
+        "cand_acc, logprob that passes, and only when the seeds allow p < 0.05):",
         "",
         claims_markdown(rep.claims),
         "",

@@ -230,7 +230,7 @@ def test_update_readme_replaces_only_the_block(rep_mod, tmp_path):
     assert text.startswith("# T\n\nbefore\n") and text.endswith("\nafter\n")
     assert "STALE" not in text and "| dense8-s0 |" in text
     assert "--readme docs/results.md" in text
-    assert "](../benchmarks/results/replication.png)" in text  # relative to docs/
+    assert "](../benchmarks/results/zoo3/replication.png)" in text  # relative to docs/
     rep_mod.update_readme(readme, rep)  # idempotent
     assert readme.read_text() == text
     (tmp_path / "bad.md").write_text("no markers\n")
