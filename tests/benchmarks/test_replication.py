@@ -287,7 +287,7 @@ def test_outputs_round_trip(rep_mod, tmp_path):
 
 
 def _tiny(rep_mod, **kw):
-    tiny = {"controls": 2, "n_items": 4, "tasks": ("prim_math_depth0",), "regbench": False}
+    tiny = {"controls": 2, "n_items": 4, "tasks": ("var_depth0",), "regbench": False}
     return rep_mod.Settings.fast(**{**tiny, **kw})
 
 
