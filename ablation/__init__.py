@@ -4,7 +4,7 @@ Lazy API (importing the package stays light so ``induction --help`` is fast)::
 
     from ablation import AblationConfig, ablate, ablate_heads
 
-    result = ablate("lidas8", AblationConfig(frac=0.2, controls=20))  # = induction ablate
+    result = ablate("grown8c", AblationConfig(frac=0.2, controls=20))  # = induction ablate
     result.to_frame()          # per task: clean, ablated, drop, controls, z, p_ctrl; MEAN row
     result.save("report.json") # or .csv/.parquet/.jsonl; result.plot("report.html")
 

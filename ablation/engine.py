@@ -9,7 +9,9 @@ with or without a :class:`~ablation.hooks.HeadAblation`:
   the mask), then batched greedy decoding with the HF KV cache, calling the bridge's wrapped
   HF module directly so the bridge's hooks (the ablation) fire on every step; a row stops at
   EOS, at a stop string (checked on decoded text only when a token that can start one appears)
-  or after ``max_new_tokens``; the batch stops when every row has;
+  or after ``max_new_tokens``; the batch stops when every row has; the teacher-forced
+  readouts (:mod:`ablation.readout`) read the prefill's last-position logits and run only
+  multi-token candidates further, on a copy of its KV cache;
 - distribution tasks (RegBench): one forward per batch (no decoding); the next-token
   distribution at each scored position is restricted to the item's support.
 
@@ -20,6 +22,7 @@ and a damaged line is recomputed, never served.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -115,8 +118,11 @@ class Engine:
 
     def prepare(self, task: Task) -> Prepared:
         """Tokenise and batch a task's items (left-padded for generation)."""
+        readout = R.plan(task, self.tok) if self.readouts and isinstance(task, GenTask) else None
         if isinstance(task, GenTask):
-            budget = self.max_len - task.max_new_tokens
+            # room after the prompt for the answer and for the readouts' continuation rows
+            after = max(task.max_new_tokens, readout.longest_prefix if readout else 0)
+            budget = self.max_len - after
             seqs = []
             for it in task.items:
                 ids = self.tok(it.prompt)["input_ids"]
@@ -158,11 +164,6 @@ class Engine:
                     mask[row, : len(s)] = 1
             batches.append((idx, ids, mask))
         fp = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-        readout = (
-            R.plan(task, self.tok, self.max_len)
-            if self.readouts and isinstance(task, GenTask)
-            else None
-        )
         return Prepared(task=task, batches=batches, fingerprint=fp, readout=readout)
 
     def means_for(self, prep: Prepared, layers: Sequence[int], mean_over: str) -> HeadMeans:
@@ -209,8 +210,14 @@ class Engine:
         task: GenTask = prep.task  # type: ignore[assignment]
         suspects = self._suspects(task.stop)
         preds: list[str] = [""] * len(task.items)
+        cand_lp: dict[int, dict[int, float]] = {}
         for idx, ids, mask in prep.batches:
-            gen = self.generate(ids, mask, task.max_new_tokens, task.stop, suspects, ablation)
+            on_prefill = None
+            if prep.readout is not None:
+                on_prefill = self._readout_reader(prep.readout, idx, ablation, cand_lp)
+            gen = self.generate(
+                ids, mask, task.max_new_tokens, task.stop, suspects, ablation, on_prefill=on_prefill
+            )
             for row, i in enumerate(idx):
                 preds[i] = gen[row]
             if on_batch:
@@ -221,17 +228,36 @@ class Engine:
             score = metrics.get_metric(name).score
             items[name] = [score(p, it.golds) for p, it in zip(preds, task.items, strict=True)]
         if prep.readout is not None:
-            if ablation is not None:
-                ablation.positions = None  # right padding: positions are 0..T-1
-            items |= R.run(
-                lambda **kw: self._forward(use_cache=False, **kw),
-                prep.readout,
-                self.pad_id,
-                self.batch_size,
-                self.device,
-            )
+            items |= R.finish(prep.readout, cand_lp)
         scores = {name: _mean(values) for name, values in items.items()}
         return EvalResult(scores=scores, items=items, predictions=preds)
+
+    def _readout_reader(self, rplan: R.ReadoutPlan, idx, ablation, cand_lp: dict):
+        """A prefill callback for :meth:`generate` that scores the batch's readouts (items
+        ``idx``) from the prompt's last-position logits and KV cache into ``cand_lp``."""
+
+        def read(last_logits, cache, pos, mask):
+            def continue_rows(source, prefix_ids, prefix_mask):
+                source = source.to(self.device)
+                width = prefix_ids.shape[1]
+                rows_cache = copy.deepcopy(cache)
+                rows_cache.batch_select_indices(source)
+                step_pos = pos[source, -1:] + 1 + torch.arange(width, device=self.device)
+                if ablation is not None:
+                    ablation.positions = step_pos
+                out = self._forward(
+                    input_ids=prefix_ids.to(self.device),
+                    attention_mask=torch.cat([mask[source], prefix_mask.to(self.device)], 1),
+                    position_ids=step_pos,
+                    use_cache=True,
+                    **{self._cache_arg: rows_cache},
+                )
+                return out.logits
+
+            first = torch.log_softmax(last_logits.float(), -1)
+            cand_lp.update(R.read_batch(rplan, idx, first, continue_rows, self.pad_id))
+
+        return read
 
     def generate(
         self,
@@ -242,10 +268,14 @@ class Engine:
         suspects: torch.Tensor | None = None,
         ablation: HeadAblation | None = None,
         raw: bool = False,
+        on_prefill=None,
     ) -> list[str]:
         """Greedy-decode a left-padded batch; returns each row's answer text (cut before the
         first stop string, stripped), or with ``raw`` the whole decoded continuation (EOS
-        dropped, neither cut nor stripped: the lm-eval adapter applies the harness's rules)."""
+        dropped, neither cut nor stripped: the lm-eval adapter applies the harness's rules).
+
+        ``on_prefill(last_logits, cache, positions, mask)`` is called once after the prompt's
+        forward, before decoding extends the cache (the readouts share the prompt's pass)."""
         ids, mask = ids.to(self.device), mask.to(self.device)
         if suspects is None:
             suspects = self._suspects(stop)
@@ -270,6 +300,8 @@ class Engine:
             cache = getattr(out, "cache", None)
             if cache is None:
                 cache = getattr(out, "past_key_values", None)
+            if on_prefill is not None and not out_tokens:
+                on_prefill(out.logits[:, -1], cache, step_pos, mask)
             nxt = out.logits[:, -1].argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
             out_tokens.append(nxt)

@@ -3,8 +3,8 @@ accuracy over the task's answer candidates, beside the generated answer's F1/EM.
 
 Greedy F1/EM floors and saturates quickly on small models: zeroing a fifth of the heads can
 take a tiny model's score to zero, after which no difference between families can appear
-(docs/research.md, "Designing an experiment that can fail"). Both readouts here come from one
-teacher-forced forward pass per item (per candidate when candidates span several tokens):
+(docs/research.md, "Designing an experiment that can fail"). Both readouts here are
+teacher-forced:
 
 - ``logprob``: ``log p(gold | prompt)``, summed over the gold's tokens (the first gold);
 - ``cand_acc``: 1 when the gold has the highest summed log-probability among the item's
@@ -15,14 +15,24 @@ in an open-book passage, the digits of a program), else the task's answer set: t
 first golds of its items. The continuation is tokenised as lm-eval does: the prompt plus a
 space (none when the prompt already ends in white space) plus the answer, encoded whole, and
 split after the prompt's tokens (encoded apart when the prefix does not match).
+
+The prompt is read once per item and shared (docs/design.md, "Readouts on the prompt's
+cache"): its last-position logits score every candidate's first token, and they are the
+logits of the generation's first decoding step, so the engine reads them from its prefill;
+only candidates of several tokens run further, one row per distinct prefix on a copy of the
+prompt's KV cache (:func:`read_batch`). A plain forward of prompt + answer gives the same
+numbers (tested).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from jaxtyping import Float
+from torch import Tensor
 
 from ablation.tasks.base import GenTask
 
@@ -34,26 +44,34 @@ MAX_CANDIDATES = 64
 
 @dataclass(frozen=True)
 class ReadoutRow:
-    """One teacher-forced sequence: ``ids`` (the prompt, then a candidate prefix); each
-    ``(candidate, tokens)`` of ``scored`` is read along the row from position ``start`` (the
-    prompt's last token predicts ``tokens[0]``). Candidates that share a prefix share a row:
-    single-token candidates all read one row, two-digit numbers one row per first digit."""
+    """One continuation row of an item: the prompt, then ``prefix`` (a candidate's tokens but
+    its last); each ``(candidate, tokens)`` of ``scored`` reads ``tokens[t]`` (t >= 1) at the
+    row's prefix position ``t - 1``. Candidates that share a prefix share a row: two-digit
+    numbers one row per first digit, the one-digit numbers needing none."""
 
     item: int
-    ids: tuple[int, ...]
-    start: int
+    prefix: tuple[int, ...]
     scored: tuple[tuple[int, tuple[int, ...]], ...]
 
 
 @dataclass
 class ReadoutPlan:
-    """Every sequence one task needs, built once per task (the clean run and every ablation
-    share it)."""
+    """What one task's readouts need, built once per task (the clean run and every ablation
+    share it): per item its candidates' continuations and continuation rows."""
 
-    rows: list[ReadoutRow]
-    n_items: int
+    conts: list[dict[int, tuple[int, ...]]]  # per item: candidate index -> continuation ids
+    rows: list[list[ReadoutRow]]  # per item: rows with a non-empty prefix
     gold_index: list[int]  # per item: the gold's index among its candidates
     n_candidates: list[int]  # per item: candidates scored (0: cand_acc not computed)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.conts)
+
+    @property
+    def longest_prefix(self) -> int:
+        """Tokens the continuation rows add after the prompt, at most."""
+        return max((len(r.prefix) for rows in self.rows for r in rows), default=0)
 
 
 def candidates(task: GenTask) -> list[list[str]]:
@@ -77,73 +95,91 @@ def continuation(tok, prompt: str, answer: str, prompt_ids: list[int]) -> tuple[
     return tuple(tok(sep + answer, add_special_tokens=False)["input_ids"])
 
 
-def _rows_for(item: int, prompt_ids: list[int], conts: dict[int, tuple[int, ...]], max_len: int):
-    """Rows scoring ``conts`` (candidate index -> continuation ids): one per maximal prefix
-    ``cont[:-1]``, every candidate read on a row whose prefix extends its own."""
-    prefixes = sorted({c[:-1] for c in conts.values()}, key=len, reverse=True)
+def _rows_for(item: int, conts: dict[int, tuple[int, ...]]) -> list[ReadoutRow]:
+    """Rows scoring the tokens after the first of ``conts``: one per maximal prefix
+    ``cont[:-1]``, every candidate read on the first row whose prefix extends its own."""
+    prefixes = sorted({c[:-1] for c in conts.values() if len(c) > 1}, key=len, reverse=True)
     maximal: list[tuple[int, ...]] = []
     for p in prefixes:
         if not any(m[: len(p)] == p for m in maximal):
             maximal.append(p)
+    claimed: set[int] = set()
     rows = []
     for prefix in maximal:
         scored = tuple(
             (j, c)
             for j, c in conts.items()
-            if prefix[: len(c) - 1] == c[:-1]
-            and not any(m[: len(c) - 1] == c[:-1] for m in maximal[: maximal.index(prefix)])
+            if len(c) > 1 and j not in claimed and prefix[: len(c) - 1] == c[:-1]
         )
-        if not scored:
-            continue
-        ids = tuple(prompt_ids) + prefix
-        cut = max(0, len(ids) - max_len)
-        rows.append(ReadoutRow(item, ids[cut:], len(prompt_ids) - 1 - cut, scored))
+        claimed |= {j for j, _ in scored}
+        rows.append(ReadoutRow(item, prefix, scored))
     return rows
 
 
-def plan(task: GenTask, tok, max_len: int) -> ReadoutPlan:
-    """The sequences that score ``task``'s items (prompts cut from the left to ``max_len``)."""
-    rows: list[ReadoutRow] = []
-    gold_index, n_cands = [], []
+def plan(task: GenTask, tok) -> ReadoutPlan:
+    """The continuations and rows that score ``task``'s items."""
+    conts, rows, gold_index, n_cands = [], [], [], []
     for i, (it, cands) in enumerate(zip(task.items, candidates(task), strict=True)):
         prompt_ids = tok(it.prompt)["input_ids"]
         gold = cands.index(it.golds[0]) if it.golds else -1
         gold_index.append(gold)
         if len(cands) > MAX_CANDIDATES:  # no multiple choice: only the gold's log-prob
-            conts = {gold: continuation(tok, it.prompt, cands[gold], prompt_ids)}
+            item_conts = {gold: continuation(tok, it.prompt, cands[gold], prompt_ids)}
             n_cands.append(0)
         else:
-            conts = {j: continuation(tok, it.prompt, c, prompt_ids) for j, c in enumerate(cands)}
+            item_conts = {
+                j: continuation(tok, it.prompt, c, prompt_ids) for j, c in enumerate(cands)
+            }
             n_cands.append(len(cands))
-        rows += _rows_for(i, prompt_ids, conts, max_len)
-    return ReadoutPlan(rows, len(task.items), gold_index, n_cands)
+        conts.append(item_conts)
+        rows.append(_rows_for(i, item_conts))
+    return ReadoutPlan(conts, rows, gold_index, n_cands)
 
 
-@torch.inference_mode()
-def run(forward, rplan: ReadoutPlan, pad_id: int, batch_size: int, device) -> dict[str, list]:
-    """Per-item ``logprob`` and ``cand_acc`` from ``forward(input_ids=, attention_mask=)``
-    (right-padded batches; the caller holds any ablation hooks)."""
-    n = rplan.n_items
-    cand_lp: list[dict[int, float]] = [{} for _ in range(n)]
-    order = sorted(range(len(rplan.rows)), key=lambda k: len(rplan.rows[k].ids))
-    for s in range(0, len(order), batch_size):
-        chunk = [rplan.rows[k] for k in order[s : s + batch_size]]
-        width = max(len(r.ids) for r in chunk)
-        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-        mask = torch.zeros((len(chunk), width), dtype=torch.long)
-        for b, r in enumerate(chunk):
-            ids[b, : len(r.ids)] = torch.tensor(r.ids)
-            mask[b, : len(r.ids)] = 1
-        logits = forward(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-        logp = torch.log_softmax(logits.float(), -1).cpu()
-        for b, r in enumerate(chunk):
-            for j, tokens in r.scored:
-                pos = torch.arange(r.start, r.start + len(tokens))
-                cand_lp[r.item][j] = float(logp[b, pos, list(tokens)].sum())
+#: ``continue_rows(source, prefix_ids, prefix_mask)``: logits ``[rows, prefix, vocab]`` of
+#: right-padded ``prefix_ids`` run after the prompts of batch rows ``source``.
+ContinueRows = Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+def read_batch(
+    rplan: ReadoutPlan,
+    items: Sequence[int],
+    first_logp: Float[Tensor, "batch vocab"],
+    continue_rows: ContinueRows,
+    pad_id: int,
+) -> dict[int, dict[int, float]]:
+    """Summed log-probability of every candidate of ``items`` (batch row ``b`` holds item
+    ``items[b]``), from ``first_logp`` (``[batch, vocab]``, log-softmax of each prompt's
+    last-position logits) and, for tokens after the first, one ``continue_rows`` call."""
+    first = first_logp.float().cpu()
+    out: dict[int, dict[int, float]] = {}
+    for b, i in enumerate(items):
+        out[i] = {j: float(first[b, c[0]]) for j, c in rplan.conts[i].items()}
+    rows = [(b, r) for b, i in enumerate(items) for r in rplan.rows[i]]
+    if not rows:
+        return out
+    width = max(len(r.prefix) for _, r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for k, (_, r) in enumerate(rows):
+        ids[k, : len(r.prefix)] = torch.tensor(r.prefix)
+        mask[k, : len(r.prefix)] = 1
+    source = torch.tensor([b for b, _ in rows])
+    logp = torch.log_softmax(continue_rows(source, ids, mask).float(), -1).cpu()
+    for k, (b, r) in enumerate(rows):
+        for j, tokens in r.scored:
+            steps = torch.arange(len(tokens) - 1)
+            out[items[b]][j] += float(logp[k, steps, list(tokens[1:])].sum())
+    return out
+
+
+def finish(rplan: ReadoutPlan, cand_lp: dict[int, dict[int, float]]) -> dict[str, list]:
+    """Per-item ``logprob`` and ``cand_acc`` from every candidate's summed log-probability
+    (a tie with the gold is a miss)."""
     logprob, acc = [], []
-    for i in range(n):
+    for i in range(rplan.n_items):
         gold = rplan.gold_index[i]
-        scores = cand_lp[i]
+        scores = cand_lp.get(i, {})
         logprob.append(scores.get(gold, float("nan")))
         if rplan.n_candidates[i] == 0 or gold < 0 or len(scores) < rplan.n_candidates[i]:
             acc.append(float("nan"))

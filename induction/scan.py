@@ -5,7 +5,7 @@
     import induction
     from induction.scan import scan
 
-    result = scan(induction.load_model("lidas8"), seeds=3, rank_by="induction")
+    result = scan(induction.load_model("grown8c"), seeds=3, rank_by="induction")
     result.top(5)                      # DataFrame of the five best heads
     result.induction_heads()           # [(layer, head), ...] at or above 0.4
     result.save("scan.parquet")        # csv / parquet / json / jsonl by suffix, atomic

@@ -5,7 +5,7 @@ Names load lazily (``import lineage`` stays light)::
 
     import lineage
 
-    result = lineage.trace("lidas8", top=12, export=["graph.html"])   # induction lineage
+    result = lineage.trace("grown8c", top=12, export=["graph.html"])  # induction lineage
     print(result.summary.sentence)
     df = lineage.head_ancestry(log, n_heads=4)                       # per-head ancestors
     log = lineage.mergekit_log("solar.yml", source_depth=32)         # mergekit -> log

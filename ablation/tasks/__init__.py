@@ -52,10 +52,16 @@ __all__ = [
 
 
 def default_suite(info) -> str:
-    """The suite a model gets without ``--suite``: ``zoo19`` for the zoo vocabulary (its tasks
-    are written in it; models trained without the ``facts`` corpus kind are at chance on its
-    closed-book group by construction), ``words`` for a real tokenizer."""
-    return "zoo19" if info.zoo_vocabulary else "words"
+    """The suite a model gets without ``--suite``: ``words`` for a real tokenizer; for the zoo
+    vocabulary ``zootrain`` (the source's groups in the training formats, docs/replication.md)
+    for the second zoo's families, which learn in context but answer new formats at chance,
+    and ``zoo19`` for the others (its tasks are written in the vocabulary; models trained
+    without the ``facts`` corpus kind are at chance on its closed-book group by construction)."""
+    if not info.zoo_vocabulary:
+        return "words"
+    from induction.zoo.registry import FV_ZOO, SECOND_ZOO, family_of
+
+    return "zootrain" if family_of(getattr(info, "name", "")) in SECOND_ZOO + FV_ZOO else "zoo19"
 
 
 #: Each built-in suite's task records (:class:`ablation.tasks.spec.TaskSpec`).

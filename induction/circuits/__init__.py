@@ -7,9 +7,9 @@ floor (``induction.composition``). Names load lazily::
 
     from induction.circuits import induction_circuits, head_effects
 
-    result = induction_circuits("lidas8")      # partners of every induction head
+    result = induction_circuits("grown8c")     # partners of every induction head
     result.to_frame(); result.save("circuits.csv"); result.plot("circuits.html")
-    effects = head_effects("lidas8", mode="mean", reference="random")
+    effects = head_effects("grown8c", mode="mean", reference="random")
 """
 
 from __future__ import annotations

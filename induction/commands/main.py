@@ -153,9 +153,9 @@ def _quiet_libraries() -> None:
 
 #: The ``zoo`` column of ``induction models`` (label, registry tuple), in listing order.
 ZOO_COLUMN = (
-    ("fixed-protocol", "FIXED_PROTOCOL"),
     ("second", "SECOND_ZOO"),
     ("function-vector", "FV_ZOO"),
+    ("zoo2 (record)", "FIXED_PROTOCOL"),
     ("12-layer (record)", "TWELVE_LAYER_ZOO"),
     ("first (record)", "FIRST_ZOO"),
 )
@@ -189,17 +189,17 @@ def models() -> None:
         for name in sorted(names, key=lambda n: order.index(zoo_generation(n, registry))):
             typer.echo("  " + _zoo_row(name, registry))  # sorted is stable: registry order
         typer.echo(
-            "zoo: fixed-protocol = the current zoo (docs/zoo.md); second = the second "
-            "fixed-protocol zoo,\n     which replaces it once trained; function-vector = the "
-            "second zoo's recipe with\n     relations shown only by demonstrations, for FV "
-            "heads; 12-layer (record) = its "
-            "first recipe, which\n     failed the in-context gates; first (record) = the first "
-            "zoo, kept as a record\n     (docs/results.md)."
+            "zoo: second = the current zoo, the replication's (docs/zoo.md); function-vector "
+            "= its recipe\n     with relations shown only by demonstrations, for FV heads; "
+            "zoo2 (record) = the first\n     fixed-protocol zoo, which barely learns in "
+            "context (docs/zoo2-record.md); 12-layer\n     (record) = the second zoo's first "
+            "recipe, which failed the in-context gates;\n     first (record) = the first zoo "
+            "(docs/results.md). Records are not in the wheel."
         )
     else:
         typer.echo(
             "Zoo models: none shipped in this install "
-            "(train one with `induction zoo train lidas8 --seed 0`)."
+            "(train one with `induction zoo train grown8c --seed 0`)."
         )
     typer.echo(
         "\nA model spec may also be:\n"

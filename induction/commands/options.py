@@ -23,7 +23,7 @@ from induction.zoo.registry import DEFAULT_MODEL  # noqa: F401  (re-exported)
 ModelArg = Annotated[
     str,
     typer.Argument(
-        help="Model spec: zoo name (lidas8, dense8-s1, ...), checkpoint folder, .gguf file, "
+        help="Model spec: zoo name (grown8c, dense8c-s1, ...), checkpoint folder, .gguf file, "
         "or hub name. `induction models` lists them.",
         show_default=True,
     ),

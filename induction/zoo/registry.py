@@ -31,9 +31,11 @@ FV_ZOO = ("dense8f", "grown8f")
 #: The 12-layer zoo (a record): its recipe leaves variable assignment at chance at 12 layers.
 TWELVE_LAYER_ZOO = ("dense12", "lidas12", "lidas12e", "looped12", "looped12p")
 FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO + FV_ZOO + TWELVE_LAYER_ZOO
-#: What commands and API calls use when no model is named: the fixed-protocol LIDAS model
-#: (seed 0), the replication's subject, trained on the facts ``zoo19``'s closed-book tasks ask.
-DEFAULT_MODEL = "lidas8"
+#: What commands and API calls use when no model is named: the second zoo's grown model
+#: (seed 0), the replication's subject: grown 4 -> 8 layers in four one-layer LIDAS stages
+#: after its 4-layer network formed induction heads (initial layer 1 has 5 descendants), and
+#: passing the in-context gates (docs/zoo.md, "The second zoo").
+DEFAULT_MODEL = "grown8c"
 _NAME = re.compile(r"^(?P<family>[a-z]+\d*[a-z]*)-s(?P<seed>\d+)$")  # looped8cp-s0
 
 
@@ -48,6 +50,14 @@ def zoo_models() -> list[str]:
 def _sort_key(name: str) -> tuple[str, int]:
     m = _NAME.match(name)
     return (m["family"], int(m["seed"])) if m else (name, -1)
+
+
+def family_of(name: str) -> str | None:
+    """The zoo family of a model name (``grown8c-s0`` and ``grown8c`` -> ``grown8c``), or None
+    for a name that is not a zoo family's."""
+    m = _NAME.match(name)
+    family = m["family"] if m else name
+    return family if family in FAMILIES else None
 
 
 def is_zoo_name(spec: str) -> bool:

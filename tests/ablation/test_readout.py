@@ -9,7 +9,7 @@ import torch
 
 from ablation import readout as R
 from ablation.engine import Engine
-from ablation.hooks import HeadAblation
+from ablation.hooks import HeadAblation, ablate_heads
 from ablation.tasks.base import GenItem, GenTask
 from induction.loading import load_model
 
@@ -29,32 +29,49 @@ def _plain_logprob(hf, tok, prompt: str, answer: str) -> float:
     return float(sum(logp[i - 1, full[i]] for i in range(len(ctx), len(full))))
 
 
-def test_readouts_equal_a_plain_loop_for_single_and_multi_token_candidates(tiny):
+@pytest.mark.parametrize("ablated", [None, "zero", "mean:position"])
+def test_readouts_equal_a_plain_loop_for_single_and_multi_token_candidates(tiny, ablated):
+    """Read off the generation's prefill and a copy of its KV cache (left-padded batches of
+    mixed lengths), the readouts equal one plain forward per candidate, also under an
+    ablation whose fill depends on the position."""
     items = [
         GenItem("w1 > w2 , w3 > w4 , w1 >", ["w2"], candidates=["w2", "w4"]),  # one token
-        GenItem("a = 3 , b = a ; b ?", ["3"], candidates=["3", "4 5", "6"]),  # mixed lengths
+        GenItem("a = 3 , b = a ; b ?", ["4 5"], candidates=["3", "4 5", "6"]),  # mixed lengths
         GenItem("w5 w6 w5", ["w6"]),  # no candidates: the task's answer set
     ]
     task = GenTask("t", items, metric="em")
     engine = Engine(tiny.bridge, tiny.tokenizer, batch_size=2, readouts=True)
-    res = engine.evaluate(engine.prepare(task))
+    prep = engine.prepare(task)
+    ablation = None
+    if ablated is not None:
+        mode, _, over = ablated.partition(":")
+        means = engine.means_for(prep, [0, 1], over or "all") if mode == "mean" else None
+        ablation = HeadAblation([(0, 1), (1, 2)], mode, means, over or "all")
+    res = engine.evaluate(prep, ablation)
     hf, tok = tiny.hf_model, tiny.tokenizer
     for i, (it, cands) in enumerate(zip(items, R.candidates(task), strict=True)):
-        lps = [_plain_logprob(hf, tok, it.prompt, c) for c in cands]
+        if ablation is None:
+            lps = [_plain_logprob(hf, tok, it.prompt, c) for c in cands]
+        else:
+            with ablate_heads(tiny.bridge, ablation):
+                lps = [_plain_logprob(hf, tok, it.prompt, c) for c in cands]
         assert res.items["logprob"][i] == pytest.approx(lps[cands.index(it.golds[0])], abs=1e-4)
         best = max(range(len(cands)), key=lambda j: lps[j])
         assert res.items["cand_acc"][i] == float(cands[best] == it.golds[0])
-    assert R.candidates(task)[2] == sorted({"w2", "3", "w6"})
+    assert R.candidates(task)[2] == sorted({"w2", "4 5", "w6"})
     assert res.scores["cand_acc"] == pytest.approx(sum(res.items["cand_acc"]) / 3)
 
 
 def test_candidates_sharing_a_prefix_share_a_row(tiny):
-    """Two-digit numbers: one row per first digit, the one-digit numbers read on them too."""
+    """Two-digit numbers: one continuation row per first digit with a second; the one-digit
+    numbers are read on the prompt's own logits."""
     cands = ["1", "2", "1 0", "1 1", "2 5"]
     task = GenTask("t", [GenItem("w1 w2 :", ["1 1"], candidates=cands)], metric="em")
-    rplan = R.plan(task, tiny.tokenizer, max_len=64)
-    assert len(rplan.rows) == 2  # prompt + "1", prompt + "2"
-    assert sorted(j for r in rplan.rows for j, _ in r.scored) == list(range(5))
+    rplan = R.plan(task, tiny.tokenizer)
+    (rows,) = rplan.rows
+    assert len(rows) == 2  # prompt + "1", prompt + "2"
+    assert sorted(j for r in rows for j, _ in r.scored) == [2, 3, 4]
+    assert sorted(rplan.conts[0]) == list(range(5))
 
 
 def test_ablation_moves_the_logprob(tiny):
@@ -68,13 +85,17 @@ def test_ablation_moves_the_logprob(tiny):
 
 
 def test_ties_are_misses_and_chance_is_one_over_candidates():
-    rplan = R.ReadoutPlan(rows=[R.ReadoutRow(0, (1, 5), 1, ((0, (6,)), (1, (7,))))], n_items=1,
-                          gold_index=[0], n_candidates=[2])  # fmt: skip
+    row = R.ReadoutRow(0, (7,), ((1, (7, 8)),))
+    conts = [{0: (6,), 1: (7, 8)}]
+    rplan = R.ReadoutPlan(conts=conts, rows=[[row]], gold_index=[0], n_candidates=[2])
+    first = torch.log_softmax(torch.zeros(1, 10), -1)  # every token equal
 
-    def forward(input_ids, attention_mask):
-        return type("Out", (), {"logits": torch.zeros(1, 2, 10)})()  # every token equal
+    def continue_rows(source, ids, mask):  # the second token certain: a tie with the gold
+        logits = torch.full((len(source), ids.shape[1], 10), -1e9)
+        logits[..., 8] = 0.0
+        return logits
 
-    out = R.run(forward, rplan, pad_id=0, batch_size=4, device="cpu")
+    out = R.finish(rplan, R.read_batch(rplan, [0], first, continue_rows, pad_id=0))
     assert out["cand_acc"] == [0.0] and out["logprob"][0] == pytest.approx(-math.log(10))
     two, four = GenItem("x", ["a"], ["a", "b"]), GenItem("y", ["c"], ["c", "d", "e", "f"])
     task = GenTask("t", [two, four])

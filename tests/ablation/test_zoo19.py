@@ -85,9 +85,17 @@ def test_suite_has_19_measured_tasks_in_four_groups_and_two_controls():
 
 
 def test_default_suite_for_zoo_vocabulary():
+    """zootrain for the second zoo (it learns in context in its training formats, not in new
+    ones), zoo19 for the other zoo families, words for a real tokenizer."""
+
     class Info:
         zoo_vocabulary = True
+        name = "lidas8-s0"
 
+    assert default_suite(Info()) == "zoo19"
+    Info.name = "grown8c-s3"
+    assert default_suite(Info()) == "zootrain"
+    Info.name = "my-folder"
     assert default_suite(Info()) == "zoo19"
     Info.zoo_vocabulary = False
     assert default_suite(Info()) == "words"

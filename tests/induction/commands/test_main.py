@@ -38,18 +38,18 @@ def test_models_lists_zoo_and_spec_kinds():
     assert result.exit_code == 0, result.output
     for kind in ("folder", ".gguf", "hub name", "smollm2"):
         assert kind in result.stdout
-    zoo_labels = r"(fixed-protocol|second|function-vector|12-layer \(record\)|first \(record\))"
+    zoo_labels = r"(second|function-vector|zoo2 \(record\)|12-layer \(record\)|first \(record\))"
     row = re.compile(r"^  (\S+) +(\S+) +" + zoo_labels + r" +(\d+) +(\S+) ")
     listed = [m.groups() for m in map(row.match, result.stdout.splitlines()) if m]
     rows = {r[0]: r for r in listed}
     for name in zoo_models():
         assert name in rows
         assert "max induction" in next(ln for ln in result.stdout.splitlines() if f" {name} " in ln)
-    # each model's zoo marked; the current (fixed-protocol) zoo listed first, the record last
+    # each model's zoo marked; the current (second) zoo listed first, the records last
     zoos = {
-        "fixed-protocol": FIXED_PROTOCOL,
         "second": SECOND_ZOO,
         "function-vector": FV_ZOO,
+        "zoo2 (record)": FIXED_PROTOCOL,
         "12-layer (record)": TWELVE_LAYER_ZOO,
         "first (record)": FIRST_ZOO,
     }
