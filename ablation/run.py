@@ -316,10 +316,11 @@ def _first_pass(unrolled, layer: int) -> int:
     return next(i for i, (b, _) in enumerate(unrolled) if b == block)
 
 
-#: Modules whose source decides cached results: the engine and hooks, the task generators,
-#: the zoo corpus, and the detector behind the head scores (docs/safety.md).
+#: Modules whose source decides cached results: the engine, readouts and hooks, the task
+#: generators, the zoo corpus, and the detector behind the head scores (docs/safety.md).
 CODE_MODULES = (
     "ablation.engine",
+    "ablation.readout",
     "ablation.hooks",
     "ablation.metrics",
     "ablation.tasks",
