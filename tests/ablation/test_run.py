@@ -111,3 +111,27 @@ def test_report_averages_prompt_seeds():
     assert a.seeds == 2 and a.n == 4
     assert a.clean == 0.75 and a["drop"] == 0.5  # drops 0.5 and 0.5
     assert a.seed_std == 0.0 and a.ctrl_mean == pytest.approx(0.25)  # control drops 0, 0.5
+
+
+def test_the_resume_cache_key_covers_every_module_the_engine_computes_with():
+    """Each ``ablation`` module the engine imports decides the numbers it caches, so its code
+    is part of the cache key (``CODE_MODULES``): a change there never serves stale results."""
+    import ast
+    from pathlib import Path
+
+    import ablation.engine
+    from ablation.run import CODE_MODULES
+
+    tree = ast.parse(Path(ablation.engine.__file__).read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ablation"):
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                imported.add(
+                    name if name in {"ablation.metrics", "ablation.readout"} else node.module
+                )
+    computing = {m for m in imported if m not in ("ablation.results", "ablation")}
+    covered = {m for m in computing if any(m == c or m.startswith(c + ".") for c in CODE_MODULES)}
+    assert "ablation.readout" in computing
+    assert covered == computing, computing - covered
