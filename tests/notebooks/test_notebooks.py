@@ -19,8 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 KERNEL = "induction-notebook-test"
 # Zoo models every notebook needs (the first seed; 04 one seed per family in FAST): 01 and 03
-# the current zoo's lidas8, 02 the first zoo's families (grown12's two growth stages).
-NEEDED = {"lidas8", "dense", "grown", "looped", "grown12"}
+# the current zoo's grown8c (the default model), 02 the first zoo's families (grown12's two
+# growth stages), 05 zoo2's lidas8 (its checkpoint series).
+NEEDED = {"grown8c", "lidas8", "dense", "grown", "looped", "grown12"}
 
 
 def test_notebooks_exist():
