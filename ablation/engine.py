@@ -22,7 +22,6 @@ and a damaged line is recomputed, never served.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -39,7 +38,8 @@ from ablation import readout as R
 from ablation.hooks import HeadAblation, HeadMeans, head_means
 from ablation.results import EvalResult
 from ablation.tasks.base import DistTask, GenTask, Task
-from induction.kv_cache import cache_argument, enable_kv_cache
+from induction.errors import InputError
+from induction.kv_cache import cache_argument, enable_kv_cache, selected
 
 ENGINE_VERSION = 2  # 2: typed results (ablation.results), items per metric
 
@@ -120,9 +120,7 @@ class Engine:
         """Tokenise and batch a task's items (left-padded for generation)."""
         readout = R.plan(task, self.tok) if self.readouts and isinstance(task, GenTask) else None
         if isinstance(task, GenTask):
-            # room after the prompt for the answer and for the readouts' continuation rows
-            after = max(task.max_new_tokens, readout.longest_prefix if readout else 0)
-            budget = self.max_len - after
+            budget = self.max_len - task.max_new_tokens
             seqs = []
             for it in task.items:
                 ids = self.tok(it.prompt)["input_ids"]
@@ -236,12 +234,12 @@ class Engine:
         """A prefill callback for :meth:`generate` that scores the batch's readouts (items
         ``idx``) from the prompt's last-position logits and KV cache into ``cand_lp``."""
 
-        def read(last_logits, cache, pos, mask):
+        def read(last_logits, cache, ids, pos, mask):
             def continue_rows(source, prefix_ids, prefix_mask):
                 source = source.to(self.device)
                 width = prefix_ids.shape[1]
-                rows_cache = copy.deepcopy(cache)
-                rows_cache.batch_select_indices(source)
+                if int(pos[source, -1].max()) + 1 + width > self.max_len:
+                    return self._rows_in_full(ids[source], mask[source], prefix_ids, prefix_mask)
                 step_pos = pos[source, -1:] + 1 + torch.arange(width, device=self.device)
                 if ablation is not None:
                     ablation.positions = step_pos
@@ -250,14 +248,49 @@ class Engine:
                     attention_mask=torch.cat([mask[source], prefix_mask.to(self.device)], 1),
                     position_ids=step_pos,
                     use_cache=True,
-                    **{self._cache_arg: rows_cache},
+                    **{self._cache_arg: selected(cache, source)},
                 )
                 return out.logits
 
             first = torch.log_softmax(last_logits.float(), -1)
-            cand_lp.update(R.read_batch(rplan, idx, first, continue_rows, self.pad_id))
+            rows = 4 * self.batch_size
+            cand_lp.update(R.read_batch(rplan, idx, first, continue_rows, self.pad_id, rows))
+            if ablation is not None:
+                ablation.positions = None
 
         return read
+
+    def _rows_in_full(self, prompt_ids, prompt_mask, prefix_ids, prefix_mask):
+        """Continuation logits ``[rows, prefix, vocab]`` by full forwards of prompt + prefix
+        cut from the left to the context (rows that would run past it on the prompt's cache);
+        right-padded, so positions are ``0..T-1``."""
+        seqs, starts = [], []
+        for p_ids, p_mask, x_ids, x_mask in zip(
+            prompt_ids.tolist(), prompt_mask.tolist(), prefix_ids.tolist(), prefix_mask.tolist()
+        ):
+            prompt = [t for t, m in zip(p_ids, p_mask) if m]
+            seq = prompt + [t for t, m in zip(x_ids, x_mask) if m]
+            cut = max(0, len(seq) - self.max_len)
+            if cut >= len(prompt):
+                raise InputError(
+                    f"a readout candidate of {len(seq) - len(prompt) + 1} tokens does not fit "
+                    f"the model's context of {self.max_len} tokens after its prompt; shorten "
+                    "the task's candidates or run without the readouts (--no-readouts)"
+                )
+            seqs.append(seq[cut:])
+            starts.append(len(prompt) - cut)
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for k, seq in enumerate(seqs):
+            ids[k, : len(seq)] = torch.tensor(seq)
+            mask[k, : len(seq)] = 1
+        logits = self._forward(
+            input_ids=ids.to(self.device), attention_mask=mask.to(self.device), use_cache=False
+        ).logits
+        steps = torch.arange(prefix_ids.shape[1])
+        at = (torch.tensor(starts)[:, None] + steps[None]).clamp(max=width - 1).to(self.device)
+        return torch.gather(logits, 1, at[..., None].expand(-1, -1, logits.shape[-1]))
 
     def generate(
         self,
@@ -274,8 +307,9 @@ class Engine:
         first stop string, stripped), or with ``raw`` the whole decoded continuation (EOS
         dropped, neither cut nor stripped: the lm-eval adapter applies the harness's rules).
 
-        ``on_prefill(last_logits, cache, positions, mask)`` is called once after the prompt's
-        forward, before decoding extends the cache (the readouts share the prompt's pass)."""
+        ``on_prefill(last_logits, cache, ids, positions, mask)`` is called once after the
+        prompt's forward, before decoding extends the cache (the readouts share the prompt's
+        pass); with ``max_new_tokens`` 0 the prompt still runs for it, and nothing is decoded."""
         ids, mask = ids.to(self.device), mask.to(self.device)
         if suspects is None:
             suspects = self._suspects(stop)
@@ -286,6 +320,16 @@ class Engine:
         cache = None
         step_ids, step_pos = ids, pos
         eos = torch.tensor(sorted(self.eos_ids) or [-1], device=self.device)
+        if max_new_tokens < 1 and on_prefill is not None:
+            if ablation is not None:
+                ablation.positions = pos
+            out = self._forward(
+                input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
+                logits_to_keep=1, **{self._cache_arg: None},
+            )  # fmt: skip
+            cache = getattr(out, "cache", None)
+            cache = cache if cache is not None else out.past_key_values
+            on_prefill(out.logits[:, -1], cache, ids, pos, mask)
         for _ in range(max_new_tokens):
             if ablation is not None:
                 ablation.positions = step_pos
@@ -301,7 +345,7 @@ class Engine:
             if cache is None:
                 cache = getattr(out, "past_key_values", None)
             if on_prefill is not None and not out_tokens:
-                on_prefill(out.logits[:, -1], cache, step_pos, mask)
+                on_prefill(out.logits[:, -1], cache, ids, step_pos, mask)
             nxt = out.logits[:, -1].argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
             out_tokens.append(nxt)

@@ -18,10 +18,10 @@ split after the prompt's tokens (encoded apart when the prefix does not match).
 
 The prompt is read once per item and shared (docs/design.md, "Readouts on the prompt's
 cache"): its last-position logits score every candidate's first token, and they are the
-logits of the generation's first decoding step, so the engine reads them from its prefill;
-only candidates of several tokens run further, one row per distinct prefix on a copy of the
-prompt's KV cache (:func:`read_batch`). A plain forward of prompt + answer gives the same
-numbers (tested).
+logits of the generation's first decoding step, so the engine reads them from its prefill
+(the readouts see the prompt the generation sees); only candidates of several tokens run
+further, one row per distinct prefix on a copy of the prompt's KV cache (:func:`read_batch`).
+A plain forward of prompt + answer gives the same numbers (tested).
 """
 
 from __future__ import annotations
@@ -67,11 +67,6 @@ class ReadoutPlan:
     @property
     def n_items(self) -> int:
         return len(self.conts)
-
-    @property
-    def longest_prefix(self) -> int:
-        """Tokens the continuation rows add after the prompt, at most."""
-        return max((len(r.prefix) for rows in self.rows for r in rows), default=0)
 
 
 def candidates(task: GenTask) -> list[list[str]]:
@@ -124,7 +119,9 @@ def plan(task: GenTask, tok) -> ReadoutPlan:
         gold = cands.index(it.golds[0]) if it.golds else -1
         gold_index.append(gold)
         if len(cands) > MAX_CANDIDATES:  # no multiple choice: only the gold's log-prob
-            item_conts = {gold: continuation(tok, it.prompt, cands[gold], prompt_ids)}
+            item_conts = (
+                {gold: continuation(tok, it.prompt, cands[gold], prompt_ids)} if gold >= 0 else {}
+            )
             n_cands.append(0)
         else:
             item_conts = {
@@ -147,29 +144,32 @@ def read_batch(
     first_logp: Float[Tensor, "batch vocab"],
     continue_rows: ContinueRows,
     pad_id: int,
+    max_rows: int = 128,
 ) -> dict[int, dict[int, float]]:
     """Summed log-probability of every candidate of ``items`` (batch row ``b`` holds item
     ``items[b]``), from ``first_logp`` (``[batch, vocab]``, log-softmax of each prompt's
-    last-position logits) and, for tokens after the first, one ``continue_rows`` call."""
+    last-position logits) and, for tokens after the first, ``continue_rows`` calls of at most
+    ``max_rows`` rows each. A candidate that tokenises to nothing (an empty answer after a
+    prompt ending in white space) has log-probability 0, the empty sum."""
     first = first_logp.float().cpu()
     out: dict[int, dict[int, float]] = {}
     for b, i in enumerate(items):
-        out[i] = {j: float(first[b, c[0]]) for j, c in rplan.conts[i].items()}
+        out[i] = {j: float(first[b, c[0]]) if c else 0.0 for j, c in rplan.conts[i].items()}
     rows = [(b, r) for b, i in enumerate(items) for r in rplan.rows[i]]
-    if not rows:
-        return out
-    width = max(len(r.prefix) for _, r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for k, (_, r) in enumerate(rows):
-        ids[k, : len(r.prefix)] = torch.tensor(r.prefix)
-        mask[k, : len(r.prefix)] = 1
-    source = torch.tensor([b for b, _ in rows])
-    logp = torch.log_softmax(continue_rows(source, ids, mask).float(), -1).cpu()
-    for k, (b, r) in enumerate(rows):
-        for j, tokens in r.scored:
-            steps = torch.arange(len(tokens) - 1)
-            out[items[b]][j] += float(logp[k, steps, list(tokens[1:])].sum())
+    for start in range(0, len(rows), max_rows):
+        chunk = rows[start : start + max_rows]
+        width = max(len(r.prefix) for _, r in chunk)
+        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for k, (_, r) in enumerate(chunk):
+            ids[k, : len(r.prefix)] = torch.tensor(r.prefix)
+            mask[k, : len(r.prefix)] = 1
+        source = torch.tensor([b for b, _ in chunk])
+        logp = torch.log_softmax(continue_rows(source, ids, mask).float(), -1).cpu()
+        for k, (b, r) in enumerate(chunk):
+            for j, tokens in r.scored:
+                steps = torch.arange(len(tokens) - 1)
+                out[items[b]][j] += float(logp[k, steps, list(tokens[1:])].sum())
     return out
 
 

@@ -68,6 +68,20 @@ def repeated(cache: Any, reps: int) -> Any:
     return out
 
 
+def selected(cache: Any, rows: Tensor) -> Any:
+    """A cache holding ``cache``'s batch rows ``rows`` (repeats allowed); the original stays as
+    it was. transformers 5's layered caches are copied layer by layer, so only the selected
+    rows are materialised; other caches through a deep copy."""
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        out = copy.deepcopy(cache)
+    else:
+        out = copy.copy(cache)
+        out.layers = [copy.copy(layer) for layer in layers]
+    out.batch_select_indices(rows)
+    return out
+
+
 def last_token_logits(loaded, ids: Tensor, mask: Tensor, cache: Any, hooks, reps: int = 1):
     """Last-position logits of ``ids`` (``[batch, seq]``, left-padded) under ``hooks``, each row
     repeated ``reps`` times (row-major, as :func:`repeated`), computing the last token only on

@@ -100,3 +100,51 @@ def test_ties_are_misses_and_chance_is_one_over_candidates():
     two, four = GenItem("x", ["a"], ["a", "b"]), GenItem("y", ["c"], ["c", "d", "e", "f"])
     task = GenTask("t", [two, four])
     assert R.chance(task) == pytest.approx((1 / 2 + 1 / 4) / 2)
+
+
+def _logp_rows(hf, rows):
+    """``[log_softmax]`` of one plain forward per row (no padding)."""
+    with torch.no_grad():
+        return [torch.log_softmax(hf(torch.tensor([r])).logits.float(), -1)[0] for r in rows]
+
+
+def test_readouts_leave_the_generation_alone_and_fit_long_candidates_in_the_context(tiny):
+    """A 6-token candidate after a prompt at the context's edge: the generation sees the same
+    (left-cut) prompt with or without the readouts, and the candidate's later tokens are read
+    on the prompt + prefix cut from the left to the context, by a full forward."""
+    prompt = " ".join(f"w{i}" for i in range(1, 21))  # 20 tokens + BOS, past max_len 12
+    long = "w3 w4 w5 w6 w7 w8"
+    task = GenTask("t", [GenItem(prompt, [long], candidates=["w2", long])], metric="em",
+                   max_new_tokens=1)  # fmt: skip
+    with_r = Engine(tiny.bridge, tiny.tokenizer, max_len=12, readouts=True)
+    without = Engine(tiny.bridge, tiny.tokenizer, max_len=12, readouts=False)
+    res = with_r.evaluate(with_r.prepare(task))
+    assert res.predictions == without.evaluate(without.prepare(task)).predictions
+    tok, hf = tiny.tokenizer, tiny.hf_model
+    gen_prompt = tok(prompt)["input_ids"][-11:]  # the budget: 12 - 1 new token
+    cont = list(R.continuation(tok, prompt, long, tok(prompt)["input_ids"]))
+    assert len(cont) == 6
+    row = (gen_prompt + cont[:-1])[-12:]
+    start = len(row) - len(cont[:-1])  # index of the prefix's first token in the row
+    first, full = _logp_rows(hf, [gen_prompt, row])
+    expected = float(first[-1, cont[0]]) + sum(
+        float(full[start + t - 1, cont[t]]) for t in range(1, len(cont))
+    )
+    other = float(first[-1, tok("w2", add_special_tokens=False)["input_ids"][0]])
+    assert res.items["logprob"][0] == pytest.approx(expected, abs=1e-4)
+    assert res.items["cand_acc"][0] == float(expected > other)
+
+
+def test_empty_candidates_no_gold_and_no_new_tokens(tiny):
+    """An answer that tokenises to nothing scores the empty sum (0); an item without a gold
+    among more candidates than a multiple choice holds reports NaN; with max_new_tokens 0 the
+    prompt still runs for the readouts."""
+    empty = GenItem("w1 w2 :", [""], candidates=["", "w1"])
+    many = GenItem("w1 w2 w3", [], candidates=[f"w{i}" for i in range(R.MAX_CANDIDATES + 1)])
+    engine = Engine(tiny.bridge, tiny.tokenizer, readouts=True)
+    res = engine.evaluate(engine.prepare(GenTask("t", [empty, many], metric="em")))
+    assert res.items["logprob"][0] == 0.0 and math.isnan(res.items["logprob"][1])
+    assert math.isnan(res.items["cand_acc"][1])
+    zero = GenTask("t", [GenItem("w1 w2 w1", ["w2"], candidates=["w2", "w3"])], max_new_tokens=0)
+    out = engine.evaluate(engine.prepare(zero))
+    assert math.isfinite(out.items["logprob"][0]) and out.predictions == [""]
