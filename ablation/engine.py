@@ -320,17 +320,8 @@ class Engine:
         cache = None
         step_ids, step_pos = ids, pos
         eos = torch.tensor(sorted(self.eos_ids) or [-1], device=self.device)
-        if max_new_tokens < 1 and on_prefill is not None:
-            if ablation is not None:
-                ablation.positions = pos
-            out = self._forward(
-                input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                logits_to_keep=1, **{self._cache_arg: None},
-            )  # fmt: skip
-            cache = getattr(out, "cache", None)
-            cache = cache if cache is not None else out.past_key_values
-            on_prefill(out.logits[:, -1], cache, ids, pos, mask)
-        for _ in range(max_new_tokens):
+        # with on_prefill and max_new_tokens 0 the prompt's pass still runs, then stops
+        for step in range(max(max_new_tokens, int(on_prefill is not None))):
             if ablation is not None:
                 ablation.positions = step_pos
             out = self._forward(
@@ -344,8 +335,10 @@ class Engine:
             cache = getattr(out, "cache", None)
             if cache is None:
                 cache = getattr(out, "past_key_values", None)
-            if on_prefill is not None and not out_tokens:
+            if on_prefill is not None and step == 0:
                 on_prefill(out.logits[:, -1], cache, ids, step_pos, mask)
+            if step == max_new_tokens:
+                break
             nxt = out.logits[:, -1].argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
             out_tokens.append(nxt)
