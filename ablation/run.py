@@ -316,8 +316,8 @@ def _first_pass(unrolled, layer: int) -> int:
     return next(i for i, (b, _) in enumerate(unrolled) if b == block)
 
 
-#: Modules whose source decides cached results: the engine, readouts and hooks, the task
-#: generators, the zoo corpus, and the detector behind the head scores (docs/safety.md).
+#: Modules whose source decides cached results: the engine, readouts, hooks and KV cache, the
+#: task generators, the zoo corpus, and the detector behind the head scores (docs/safety.md).
 CODE_MODULES = (
     "ablation.engine",
     "ablation.readout",
@@ -329,6 +329,7 @@ CODE_MODULES = (
     "induction.passes",
     "induction.stripe",
     "induction.prompts",
+    "induction.kv_cache",
 )
 
 

@@ -51,6 +51,7 @@ MEASURE_CODE = (
     "induction.loading",
     "induction.layers",
     "induction.looped",
+    "induction.kv_cache",
     "induction.replication.measure",
     "induction.replication.config",
     "induction.replication.models",

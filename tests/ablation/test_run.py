@@ -114,8 +114,9 @@ def test_report_averages_prompt_seeds():
 
 
 def test_the_resume_cache_key_covers_every_module_the_engine_computes_with():
-    """Each ``ablation`` module the engine imports decides the numbers it caches, so its code
-    is part of the cache key (``CODE_MODULES``): a change there never serves stale results."""
+    """Each ``ablation`` module the engine imports, and the KV cache it decodes and reads the
+    readouts on, decides the numbers it caches, so its code is part of the cache key
+    (``CODE_MODULES``): a change there never serves stale results."""
     import ast
     from pathlib import Path
 
@@ -125,7 +126,8 @@ def test_the_resume_cache_key_covers_every_module_the_engine_computes_with():
     tree = ast.parse(Path(ablation.engine.__file__).read_text())
     imported = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ablation"):
+        computes = ("ablation", "induction.kv_cache")
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(computes):
             for alias in node.names:
                 name = f"{node.module}.{alias.name}"
                 imported.add(
@@ -133,5 +135,5 @@ def test_the_resume_cache_key_covers_every_module_the_engine_computes_with():
                 )
     computing = {m for m in imported if m not in ("ablation.results", "ablation")}
     covered = {m for m in computing if any(m == c or m.startswith(c + ".") for c in CODE_MODULES)}
-    assert "ablation.readout" in computing
+    assert {"ablation.readout", "induction.kv_cache"} <= computing
     assert covered == computing, computing - covered
