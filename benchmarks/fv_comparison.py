@@ -133,6 +133,7 @@ def arm(loaded, scores, score: str, other: str, frac: float, args, tasks) -> dic
     result = ablate(loaded, cfg, scores=scores, progress=False)
     mean = result.report[result.report.task == "MEAN"].iloc[0]
     cand = result.report[result.report.task == "MEAN[cand_acc]"]
+    lp = result.report[result.report.task == "MEAN[logprob]"]
     tl = result.token_loss.summary() if result.token_loss is not None else {}
     return {
         "score": score,
@@ -146,6 +147,13 @@ def arm(loaded, scores, score: str, other: str, frac: float, args, tasks) -> dic
         "p_ctrl": float(mean.p_ctrl),
         "cand_acc_clean": float(cand.iloc[0].clean) if len(cand) else float("nan"),
         "token_loss": tl,
+        # The gold answer's log-prob moves where the task metric sits at 1.0 and does not
+        # (the FV pair's zoo: every pair task clean 1.0, robust to 20% ablations).
+        "logprob": {
+            k: float(lp.iloc[0][k]) for k in ("clean", "drop", "ctrl_mean", "ctrl_std", "p_ctrl")
+        }
+        if len(lp)
+        else None,
         "gates": [
             {"name": g.name, "passed": g.passed, "detail": g.detail} for g in result.model_gates
         ],  # fmt: skip
@@ -204,8 +212,9 @@ def measure(spec: str, args) -> dict:
 
 
 def markdown(found: list[dict]) -> str:
-    """Two tables: the rankings per model, then per model and fraction both arms' few-shot
-    drop and token-loss effect, each against its own controls (mean ± sd, empirical p)."""
+    """The rankings per model, then per model and fraction both arms' few-shot drop and
+    token-loss effect, and (with readouts) their log-prob drop, each against its own
+    controls (mean ± sd, empirical p)."""
     out = [
         "| model | gate (pair tasks above chance) | top 2% / 10% overlap (Jaccard) | "
         "Spearman | layers of the top 10% FV heads | their mean induction score (all heads) |",
@@ -247,6 +256,27 @@ def markdown(found: list[dict]) -> str:
                 )
             n = by[("fv", frac)]["n_heads"]
             out.append(f"| {m['model']} | {frac:g} ({n} heads) | " + " | ".join(cells) + " |")
+    if any(a.get("logprob") for m in found for a in m["arms"]):
+        out += [
+            "",
+            "| model | frac | log-prob drop (nats), FV heads (controls; p) | log-prob drop "
+            "(nats), induction heads (controls; p) |",
+            "|---|---|---|---|",
+        ]
+        for m in found:
+            by = {(a["score"], a["frac"]): a for a in m["arms"]}
+            for frac in sorted({a["frac"] for a in m["arms"]}):
+                cells = []
+                for score in ("fv", "induction"):
+                    lp = by[(score, frac)].get("logprob")
+                    cells.append(
+                        f"{lp['drop']:+.3f} ({lp['ctrl_mean']:+.3f} ± {lp['ctrl_std']:.3f}; "
+                        f"{lp['p_ctrl']:.2f})"
+                        if lp
+                        else "n/a"
+                    )
+                n = by[("fv", frac)]["n_heads"]
+                out.append(f"| {m['model']} | {frac:g} ({n} heads) | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 

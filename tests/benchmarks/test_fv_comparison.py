@@ -27,9 +27,13 @@ def test_a_zoo_model_gets_both_arms_and_is_gated_on_its_pair_tasks(
     for a in found["arms"]:
         assert {"target_effect", "controls_mean", "p_controls"} <= set(a["token_loss"])
         assert a["n_heads"] == 4  # ceil(5% of 64)
+        # the readout that moves where the task metric sits at 1.0, with its own controls
+        lp = a["logprob"]
+        assert lp["clean"] <= 0 and lp["ctrl_std"] >= 0 and 0 < lp["p_ctrl"] <= 1
     r = found["rankings"]
     assert 0 <= r["overlap_top2"] <= 1 and -1 <= r["spearman"] <= 1
     assert "| lidas8-s0 | untestable" in md.read_text()
+    assert "log-prob drop (nats), FV heads" in md.read_text()
 
 
 def test_gated_tasks_score_nothing_when_no_pair_task_is_above_chance(fvc, tmp_path, monkeypatch):
