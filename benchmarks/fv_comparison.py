@@ -17,8 +17,10 @@ Per model, through the jobs ``induction fv``, ``induction scan`` and ``induction
    difference under the same head sets (``--token-loss``);
 3. gates first: with ``--gated-tasks`` (SmolLM2's run) only the tasks the clean model does
    above chance are scored and ablated; the clean pair-task score must beat chance (the
-   candidate accuracy against ``1 / candidates``), else the comparison is "untestable here"
-   and says why.
+   candidate accuracy against ``1 / candidates``), and the corrupted FV prompts must lose the
+   task (headroom: clean minus corrupted answer probability >= ``HEADROOM``; the zoo's
+   relations need ``--corruption foreign``), else the comparison is "untestable here" and
+   says why.
 
 Writes ``<out-dir>/<model>.json`` (every number) as each model lands and a markdown table
 (``--markdown``) that docs/results.md links; ``--fast`` is a smoke-test size.
@@ -46,6 +48,9 @@ from induction.io import write_json, write_text  # noqa: E402
 from induction.scan import scan  # noqa: E402
 
 EXCLUDE = 0.02  # Yin and Steinhardt's exclusion: the other kind's top 2%
+#: Least answer probability the corruption must take away (clean minus corrupted) before the
+#: FV scores mean anything: fixed in advance, a tenth of the probability.
+HEADROOM = 0.1
 
 
 def top(table: pd.DataFrame, column: str, frac: float) -> set[tuple[int, int]]:
@@ -86,24 +91,28 @@ def both_scores(loaded, args, tasks: list[str] | None) -> pd.DataFrame:
 
     suite = suite_of(loaded, args)
     code = source_hash(("induction.circuits.fv", "induction.kv_cache"))
-    key = fingerprint(
-        model_fingerprint(loaded), suite, tasks, args.fv_prompts, args.fv_seeds, code, length=16
-    )
+    key = fingerprint(model_fingerprint(loaded), suite, tasks, args.fv_prompts, args.fv_seeds,
+                      args.corruption, code, length=16)  # fmt: skip
     path = cache_root() / "fv_comparison" / f"{key}.csv"
-    if path.is_file():
-        return read_table(path)
-    fv = fv_scores(loaded, suite=suite, tasks=tasks, n_prompts=args.fv_prompts,
-                   seeds=args.fv_seeds).table  # fmt: skip
+    base_path = path.with_name(f"{key}-baselines.csv")
+    if path.is_file() and base_path.is_file():
+        return read_table(path), read_table(base_path)
+    result = fv_scores(loaded, suite=suite, tasks=tasks, n_prompts=args.fv_prompts,
+                       seeds=args.fv_seeds, corruption=args.corruption)  # fmt: skip
     ind = scan(loaded, scores="induction", seeds=3, progress=False).to_frame()
-    heads = fv[["layer", "head", "fv"]].merge(ind[["layer", "head", "induction"]])
+    heads = result.table[["layer", "head", "fv"]].merge(ind[["layer", "head", "induction"]])
+    write_table(result.baselines, base_path)
     write_table(heads, path)
-    return heads
+    return heads, result.baselines
 
 
 def rankings(loaded, args, tasks: list[str] | None) -> tuple[pd.DataFrame, dict]:
     """Both scores per head, and how the two top sets relate."""
-    heads = both_scores(loaded, args, tasks)
-    facts = {"suite": None, "n_heads": len(heads)}
+    heads, baselines = both_scores(loaded, args, tasks)
+    per_task = baselines.groupby("task")[["p_clean", "p_corrupted", "headroom"]].mean()
+    facts = {"suite": None, "n_heads": len(heads), "corruption": args.corruption,
+             **{k: float(v) for k, v in per_task.mean().items()},
+             "baselines": per_task.reset_index().to_dict(orient="records")}  # fmt: skip
     for frac in (0.02, 0.10):
         a, b = top(heads, "fv", frac), top(heads, "induction", frac)
         facts[f"overlap_top{round(frac * 100)}"] = len(a & b) / len(a | b)  # Jaccard
@@ -175,6 +184,21 @@ def chance_gate(arms: list[dict], tasks_gates: list[dict]) -> tuple[bool, str]:
     )
 
 
+def headroom_gate(facts: dict) -> tuple[bool, str]:
+    """The corrupted prompts must lose the task: a head's CIE is at most the answer's
+    probability on clean prompts minus that on corrupted ones."""
+    room = facts.get("headroom")
+    if room is None:
+        return False, "headroom not recorded (a run before the baselines were kept)"
+    if room >= HEADROOM:
+        return True, f"headroom {room:.2f}"
+    return False, (
+        f"headroom {room:.2f} < {HEADROOM} (answer probability clean {facts['p_clean']:.3f}, "
+        f"{facts['corruption']} {facts['p_corrupted']:.3f}): the corrupted prompts still do "
+        "the task, so the FV scores are noise (--corruption foreign)"
+    )
+
+
 def measure(spec: str, args) -> dict:
     start = time.perf_counter()
     loaded = load_model(spec, device="cpu")
@@ -195,6 +219,10 @@ def measure(spec: str, args) -> dict:
             print(f"{loaded.info.name}: {score} heads at {frac:g} done "
                   f"({time.perf_counter() - start:.0f} s)")  # fmt: skip
     ok, why = chance_gate(arms, arms[0]["task_gates"])
+    room_ok, room_why = headroom_gate(facts)
+    if not room_ok:
+        why = room_why if ok else f"{why}; {room_why}"
+    ok = ok and room_ok
     return {
         "model": loaded.info.name,
         "tasks": tasks,
@@ -216,18 +244,25 @@ def markdown(found: list[dict]) -> str:
     token-loss effect, and (with readouts) their log-prob drop, each against its own
     controls (mean ± sd, empirical p)."""
     out = [
-        "| model | gate (pair tasks above chance) | top 2% / 10% overlap (Jaccard) | "
+        "| model | gate (pair tasks above chance, headroom) | headroom (clean - corrupted "
+        "answer probability) | top 2% / 10% overlap (Jaccard) | "
         "Spearman | layers of the top 10% FV heads | their mean induction score (all heads) |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for m in found:
         gate = "pass" if m["testable"] else "untestable: " + m["gate"].split(":")[0]
         if "rankings" not in m:  # no task above chance: nothing was scored
-            out.append(f"| {m['model']} | {gate} | | | | |")
+            out.append(f"| {m['model']} | {gate} | | | | | |")
             continue
         r = m["rankings"]
+        room = (
+            f"{r['headroom']:.2f} ({r['p_clean']:.2f} - {r['p_corrupted']:.2f}, {r['corruption']})"
+            if "headroom" in r
+            else "not recorded"
+        )
         out.append(
-            f"| {m['model']} | {gate} | {r['overlap_top2']:.2f} / {r['overlap_top10']:.2f} | "
+            f"| {m['model']} | {gate} | {room} | {r['overlap_top2']:.2f} / "
+            f"{r['overlap_top10']:.2f} | "
             f"{r['spearman']:+.2f} | {r['fv_top10_layers']} | "
             f"{r['fv_top10_induction_mean']:.2f} ({r['induction_all_mean']:.2f}) |"
         )
@@ -290,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", default=None, help="default: words, or zoofacts for zoo models")
     ap.add_argument("--fv-prompts", type=int, default=16)
     ap.add_argument("--fv-seeds", type=int, default=2)
+    ap.add_argument(
+        "--corruption",
+        default="shuffled",
+        choices=["shuffled", "foreign"],
+        help="how FV prompts lose the task (induction fv --corruption)",
+    )
     ap.add_argument(
         "--gated-tasks",
         action="store_true",

@@ -4,7 +4,8 @@ heads or not, and do a grown model's FV heads descend from few ancestors, as its
 heads do?
 
     python benchmarks/fv_zoo.py [MODEL ...] [--top 7] [--fv-share 0.5] [--samples 2000]
-        [--dataset DIR] [--out-dir benchmarks/results/fv] [--markdown FILE]
+        [--corruption shuffled|foreign] [--dataset DIR] [--out-dir benchmarks/results/fv]
+        [--markdown FILE]
 
 MODEL: zoo models with a shipped checkpoint series (default ``dense8f-s0 grown8f-s0``) or run
 folders (``checkpoints/step-*`` beside the final model). Per
@@ -13,8 +14,9 @@ run:
 
 1. **Gate.** The FV half reads only where the model does the pair tasks FV heads are defined
    on (Todd et al. 2024): the gate of ``benchmarks/fv_comparison.py MODEL`` (its
-   ``<out-dir>/<model>.json``, run it first); without it, or failing it, the model is
-   reported "untestable here" and nothing below is read as evidence.
+   ``<out-dir>/<model>.json``, run it first with the same ``--corruption``): the pair tasks
+   above chance and the corrupted prompts losing the task (headroom); without it, or failing
+   it, the model is reported "untestable here" and nothing below is read as evidence.
 2. **Formation.** The checkpoint series is swept with ``--scores induction,fv --loss``
    (:func:`induction.dynamics.sweep.sweep`, resumable, into ``--dataset``), and each score's
    per-head formation step comes from :func:`induction.dynamics.timeline.build_timeline`
@@ -59,15 +61,26 @@ from induction.score_names import INDUCTION_THRESHOLD  # noqa: E402
 
 MODELS = ROOT / "induction" / "zoo" / "models"
 DEFAULT = ("dense8f-s0", "grown8f-s0")
-SETTINGS = SweepSettings(scores=("induction", "fv"), loss=True)
 
 
-def gate_of(model: str, out_dir: Path) -> tuple[bool, str]:
-    """The clean pair-task gate fv_comparison measured for ``model``."""
+def sweep_settings(corruption: str) -> SweepSettings:
+    return SweepSettings(scores=("induction", "fv"), loss=True, fv_corruption=corruption)
+
+
+def gate_of(model: str, out_dir: Path, corruption: str = "shuffled") -> tuple[bool, str]:
+    """The gate fv_comparison measured for ``model`` with the same corruption (pair tasks
+    above chance, headroom)."""
     path = out_dir / f"{model}.json"
     if not path.is_file():
         return False, f"no gate measured: run `python benchmarks/fv_comparison.py {model}` first"
     found = json.loads(path.read_text())
+    measured = found.get("rankings", {}).get("corruption", "shuffled")
+    if measured != corruption:
+        return False, (
+            f"the gate in {path} was measured with {measured} labels; rerun "
+            f"`python benchmarks/fv_comparison.py {model} --corruption {corruption} --out-dir "
+            f"{out_dir}`"
+        )
     return bool(found["testable"]), found["gate"]
 
 
@@ -154,9 +167,10 @@ def measure(spec: str, args) -> dict:
             f"{spec}: no checkpoint series under {folder}; pass a seed-0 zoo model or a run folder"
         )
     start = time.time()
-    testable, gate = gate_of(model, args.out_dir)
-    dataset = args.dataset / model
-    report = sweep([str(folder)], dataset, settings=SETTINGS, progress=True)
+    testable, gate = gate_of(model, args.out_dir, args.corruption)
+    dataset = (args.dataset or args.out_dir / "sweeps") / model
+    settings = sweep_settings(args.corruption)
+    report = sweep([str(folder)], dataset, settings=settings, progress=True)
     if report.failed:
         raise SystemExit(f"{model}: the sweep failed: {report.failed[0][1]}")
     rows = read_dataset(dataset)
@@ -177,6 +191,7 @@ def measure(spec: str, args) -> dict:
         "testable": testable,
         "gate": gate,
         "checkpoints": len(ind.order),
+        "checkpoint_steps": sorted({int(x) for x in ind.order["step"]}),
         "growth_steps": ind.growth,
         "fv_threshold": fv_threshold,
         "fv_share": args.fv_share,
@@ -195,28 +210,39 @@ def measure(spec: str, args) -> dict:
             score: save_png(t, args.out_dir / f"{model}-timeline-{score}.png")
             for score, t in (("fv", fv), ("induction", ind))
         },
-        "sweep_settings": SETTINGS.hash(),
-        "settings": {"top": args.top, "fv_share": args.fv_share, "samples": args.samples},
+        "sweep_settings": settings.hash(),
+        "settings": {
+            "top": args.top,
+            "fv_share": args.fv_share,
+            "samples": args.samples,
+            "corruption": args.corruption,
+        },  # fmt: skip
     }
     result["seconds"] = time.time() - start
     return result
 
 
-def _step(x) -> str:
-    return "never" if x is None else str(x)
+def _step(x, steps: list[int] | None = None) -> str:
+    """A formation step as the checkpoint interval it lies in: the score crossed after the
+    checkpoint before and by this one (the series' resolution, not the training log's)."""
+    if x is None:
+        return "never"
+    before = [s for s in steps or () if s < x]
+    return f"{before[-1]}-{x}" if before else str(x)
 
 
 def markdown(found: list[dict]) -> str:
     out = [
-        "| model | gate | first induction head (>= 0.4) | first FV head (>= "
+        "| model | gate | first induction head (>= 0.4; checkpoint steps) | first FV head (>= "
         "half the strongest) | formed: induction / FV / both | growth |",
         "|---|---|---|---|---|---|",
     ]
     for m in found:
         gate = "passes" if m["testable"] else f"untestable: {m['gate']}"
+        steps = m.get("checkpoint_steps")
         out.append(
-            f"| {m['model']} | {gate} | step {_step(m['first_induction_formed'])} | step "
-            f"{_step(m['first_fv_formed'])} (FV >= {m['fv_threshold']:.3f}) | "
+            f"| {m['model']} | {gate} | {_step(m['first_induction_formed'], steps)} | "
+            f"{_step(m['first_fv_formed'], steps)} (FV >= {m['fv_threshold']:.3g}) | "
             f"{m['n_induction_formed']} / {m['n_fv_formed']} / {len(m['formed_as_both'])} | "
             f"{', '.join(map(str, m['growth_steps'])) or 'none'} |"
         )
@@ -227,11 +253,13 @@ def markdown(found: list[dict]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for m in found:
+        steps = m.get("checkpoint_steps")
         for h in m["top_fv_heads"]:
             out.append(
-                f"| {m['model']} | {h['head']} | {h['fv']:.3f} ({h['fv_rank']}) | "
-                f"{_step(h['fv_formed_step'])} | {h['induction']:.2f} ({h['induction_rank']}) | "
-                f"{_step(h['induction_formed_step'])} | {h['max_induction_until_fv_formed']:.2f} |"
+                f"| {m['model']} | {h['head']} | {h['fv']:.3g} ({h['fv_rank']}) | "
+                f"{_step(h['fv_formed_step'], steps)} | {h['induction']:.2f} "
+                f"({h['induction_rank']}) | {_step(h['induction_formed_step'], steps)} | "
+                f"{h['max_induction_until_fv_formed']:.2f} |"
             )
     grown = [m for m in found if m["lineage"]]
     if grown:
@@ -260,8 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=7, help="heads per kind (default 10%% of 64)")
     ap.add_argument("--fv-share", type=float, default=0.5)
     ap.add_argument("--samples", type=int, default=2000)
+    ap.add_argument("--dataset", type=Path, default=None, help="default: <out-dir>/sweeps")
     ap.add_argument(
-        "--dataset", type=Path, default=ROOT / "benchmarks" / "results" / "fv" / "sweeps"
+        "--corruption",
+        default="shuffled",
+        choices=["shuffled", "foreign"],
+        help="how FV prompts lose the task (induction fv --corruption); use the one "
+        "fv_comparison's gate in --out-dir was measured with",
     )
     ap.add_argument("--out-dir", type=Path, default=ROOT / "benchmarks" / "results" / "fv")
     ap.add_argument("--markdown", type=Path, default=None)

@@ -125,6 +125,10 @@ class EffectsConfig:
             raise InputError(f"max_rows must be >= 1, got {self.max_rows}")
 
 
+#: How FV prompts are corrupted (:func:`induction.circuits.fv.fv_prompts`).
+CORRUPTIONS = ("shuffled", "foreign")
+
+
 @dataclass(frozen=True)
 class FVConfig:
     """Settings of the function-vector job (:func:`induction.circuits.fv.run`).
@@ -135,6 +139,7 @@ class FVConfig:
             default for real tokenizers) or ``zoofacts`` (the zoo world's four relations, the
             default for zoo models); None picks by the model's vocabulary.
         n_prompts, shots: prompts per task and demonstrations per prompt.
+        corruption: ``shuffled`` or ``foreign`` (:func:`induction.circuits.fv.fv_prompts`).
         seeds: prompt seeds; the score is the mean over seeds and ``fv_std`` their spread.
         max_rows: prompts x patched heads per forward pass.
         progress: report the passes (:mod:`induction.progress`).
@@ -151,6 +156,12 @@ class FVConfig:
     n_prompts: int = option(16, "Few-shot prompts per task and seed.")
     shots: int = option(5, "Demonstrations per prompt.")
     seeds: int = option(1, "Prompt seeds 0..n-1 (the spread is over seeds).")
+    corruption: str = option(
+        "shuffled",
+        "How the corrupted prompts lose the task: shuffled (Todd et al.: the labels permuted "
+        "within the prompt) or foreign (each label drawn from the other tasks' answers, for "
+        "tasks whose label set alone names the task).",
+    )
     max_rows: int = DEFAULT_MAX_ROWS
     progress: bool = False
 
@@ -160,6 +171,10 @@ class FVConfig:
                 what = " to shuffle labels" if name == "shots" else ""
                 flag = name.replace("_", "-")
                 raise InputError(f"--{flag} must be >= {least}{what}, got {getattr(self, name)}")
+        if self.corruption not in CORRUPTIONS:
+            raise InputError(
+                f"--corruption {self.corruption!r}: use one of {', '.join(CORRUPTIONS)}"
+            )
         if self.suite not in (None, "words", "zoofacts"):
             raise InputError(
                 f"--suite {self.suite!r}: FV scores need input -> output pair tasks; use "

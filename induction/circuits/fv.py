@@ -18,6 +18,14 @@ Here:
   do;
 - corrupted prompts keep each demonstration's input and draw its label from the other
   demonstrations of the same prompt (a random derangement), as Todd et al.'s shuffled labels;
+  where a task's label set alone names the task (the zoo's relations: digits, letters and two
+  disjoint word sets), shuffled labels still say what the task is and the model answers them
+  as well as clean prompts, so no head can raise the answer's probability. ``foreign``
+  corruption draws each label from the other tasks' answers instead, so neither the pairing
+  nor the label set says which task holds;
+- each task's clean and corrupted answer probabilities (without any patch) are kept
+  (:attr:`FVResult.baselines`): the CIE can only be as large as their gap (the *headroom*),
+  and a headroom near 0 says the scores are noise, whatever their ranking;
 - batched: each corrupted prompt is repeated once per head of a chunk and one forward pass
   patches a different head in each copy (:func:`cie_batched`); the copies run only the last
   token, on the prompts' prefix KV cache (the patch is at the last position, so nothing
@@ -63,11 +71,20 @@ class FVPrompt:
 
 
 def fv_prompts(
-    examples: Sequence[Any], n_prompts: int, shots: int, seed: int, joiner: str = "\n\n"
+    examples: Sequence[Any],
+    n_prompts: int,
+    shots: int,
+    seed: int,
+    joiner: str = "\n\n",
+    foreign: Sequence[str] | None = None,
 ) -> list[FVPrompt]:
     """``n_prompts`` few-shot prompts of ``shots`` demonstrations drawn from ``examples``
     (:class:`ablation.tasks.base.Example`: ``prompt``, ``golds``), each query's demonstrations
-    never the query itself, seeded by ``seed``."""
+    never the query itself, seeded by ``seed``. The corrupted prompt shuffles the labels
+    (a derangement), or with ``foreign`` labels (other tasks' answers) gives each
+    demonstration one of those, drawn uniformly."""
+    if foreign is not None and not foreign:
+        raise InputError("foreign corruption needs other tasks' answers; the suite has none")
     if shots < 2:
         raise InputError(f"--shots must be >= 2 to shuffle labels, got {shots}")
     if len(examples) < shots + 1:
@@ -75,15 +92,18 @@ def fv_prompts(
             f"a task has {len(examples)} examples; FV prompts need --shots + 1 = {shots + 1}"
         )
     rng = random.Random(seed)
+    # its own stream, so the clean prompts are the same under either corruption
+    foreign_rng = random.Random(f"foreign-{seed}")
     out = []
     for _ in range(n_prompts):
         query, *demos = rng.sample(list(examples), shots + 1)
         labels = [d.golds[0] for d in demos]
-        order = _derangement(len(demos), rng)
-        clean = "".join(f"{d.prompt} {y}{joiner}" for d, y in zip(demos, labels, strict=True))
-        shuffled = "".join(
-            f"{d.prompt} {labels[j]}{joiner}" for d, j in zip(demos, order, strict=True)
+        order = _derangement(len(demos), rng)  # drawn either way: same clean prompts
+        wrong = (
+            [labels[j] for j in order] if foreign is None else foreign_rng.choices(foreign, k=shots)
         )
+        clean = "".join(f"{d.prompt} {y}{joiner}" for d, y in zip(demos, labels, strict=True))
+        shuffled = "".join(f"{d.prompt} {y}{joiner}" for d, y in zip(demos, wrong, strict=True))
         out.append(FVPrompt(clean + query.prompt, shuffled + query.prompt, query.golds[0]))
     return out
 
@@ -260,9 +280,20 @@ class FVResult:
     model: str
     table: pd.DataFrame
     settings: dict = field(default_factory=dict)
+    #: per task and prompt seed: ``p_clean``, ``p_corrupted`` (the answer's mean probability
+    #: without a patch) and ``headroom`` (their difference: the most a head's CIE can be).
+    baselines: pd.DataFrame | None = None
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
+
+    @property
+    def headroom(self) -> float:
+        """Mean over tasks of ``p_clean - p_corrupted``: near 0, the corrupted prompts still
+        do the task and every CIE is noise (try ``corruption="foreign"``)."""
+        if self.baselines is None or self.baselines.empty:
+            return float("nan")
+        return float(self.baselines.groupby("task")["headroom"].mean().mean())
 
     def top(self, frac: float) -> list[Head]:
         """The ``ceil(frac * heads)`` heads with the highest FV score."""
@@ -347,18 +378,27 @@ def run(
         )
     heads = [(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
     device = next(loaded.hf_model.parameters()).device
-    per_seed = []
+    foreign = _foreign_labels(suite, source.task_names()) if cfg.corruption == "foreign" else {}
+    per_seed, baselines = [], []
     with reporter(cfg.progress) as bar:
         advance = bar.task(len(names) * cfg.seeds, "fv")
         for seed in range(cfg.seeds):
             by_task = {}
             for name in names:
                 examples, joiner = pair_examples(suite, name)
-                prompts = fv_prompts(examples, cfg.n_prompts, cfg.shots, seed, joiner)
+                prompts = fv_prompts(examples, cfg.n_prompts, cfg.shots, seed, joiner,
+                                     foreign.get(name))  # fmt: skip
                 tok = loaded.tokenizer
                 answers = [p.answer for p in prompts]
                 clean = encode(tok, [p.clean for p in prompts], answers, device)
                 corrupted = encode(tok, [p.corrupted for p in prompts], answers, device)
+                p_clean, p_corrupted = (
+                    float(answer_prob(_forward(loaded, b.ids, b.mask, []), b.answer).mean())
+                    for b in (clean, corrupted)
+                )
+                baselines.append({"task": name, "seed": seed, "p_clean": p_clean,
+                                  "p_corrupted": p_corrupted,
+                                  "headroom": p_clean - p_corrupted})  # fmt: skip
                 means = mean_activations(loaded, clean)
                 by_task[name] = cie_batched(loaded, corrupted, means, heads, cfg.max_rows).cpu()
                 advance()
@@ -374,8 +414,18 @@ def run(
     table = pd.DataFrame(rows)
     table.insert(2, "rank", table["fv"].rank(ascending=False, method="first").astype(int))
     settings = {"suite": suite, "tasks": names, "n_tasks": len(names),
-                "n_prompts": cfg.n_prompts, "shots": cfg.shots, "seeds": cfg.seeds}  # fmt: skip
-    return FVResult(model=info.name, table=table, settings=settings)
+                "n_prompts": cfg.n_prompts, "shots": cfg.shots, "seeds": cfg.seeds,
+                "corruption": cfg.corruption}  # fmt: skip
+    return FVResult(model=info.name, table=table, settings=settings,
+                    baselines=pd.DataFrame(baselines))  # fmt: skip
+
+
+def _foreign_labels(suite: str, names: Sequence[str]) -> dict[str, list[str]]:
+    """Per task of the suite, the other tasks' answers that are not its own (sorted, so a
+    seed draws the same labels in every run)."""
+    answers = {n: {ex.golds[0] for ex in pair_examples(suite, n)[0]} for n in names}
+    return {n: sorted(set().union(*(answers[m] for m in names if m != n)) - answers[n])
+            for n in names}  # fmt: skip
 
 
 fv_scores = run

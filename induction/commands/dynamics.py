@@ -53,6 +53,14 @@ def sweep(
         bool,
         typer.Option("--ablate", help="Also ablate the top 20% heads (default suite; slow)."),
     ] = False,
+    fv_corruption: Annotated[
+        str,
+        typer.Option(
+            "--fv-corruption",
+            help="With fv: shuffled (Todd et al.'s labels) or foreign (other tasks' answers; "
+            "see `induction fv --help`).",
+        ),
+    ] = "shuffled",
     workers: Annotated[int, typer.Option("--workers", help="Local worker processes.")] = 1,
     ray: Annotated[
         str | None,
@@ -87,6 +95,7 @@ def sweep(
         depth=depth,
         lineage=lineage,
         ablate=ablate,
+        fv_corruption=fv_corruption,
         device=device,
         dtype=dtype,
     )

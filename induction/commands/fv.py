@@ -14,6 +14,9 @@ from induction.commands.options import DEFAULT_MODEL, DeviceOpt, DtypeOpt, Model
 from induction.errors import InputError
 from induction.heads import head_label
 
+#: Below this headroom (answer probability, clean minus corrupted) the scores are noise.
+HEADROOM_WARN = 0.1
+
 
 @config_command(FVConfig, progress=True)
 def fv(
@@ -31,8 +34,8 @@ def fv(
     ] = None,
 ) -> None:
     """Score every head by its function-vector effect: its mean output at the last position
-    of clean few-shot prompts, patched into prompts with shuffled labels, raises the answer's
-    probability by this much (the causal indirect effect, mean over the words tasks)."""
+    of clean few-shot prompts, patched into prompts with shuffled (or foreign) labels, raises
+    the answer's probability by this much (the causal indirect effect, mean over the tasks)."""
     from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs, wrote
     from induction.specs import model_inputs
 
@@ -54,9 +57,22 @@ def fv(
         table = result.to_frame().sort_values("rank").head(top)
         typer.echo(
             f"{result.model}: function-vector score (mean causal indirect effect on the "
-            f"answer's probability over {result.settings['n_tasks']} words tasks, "
-            f"{config.n_prompts} prompts x {config.seeds} seed(s), {config.shots} shots)"
+            f"answer's probability over {result.settings['n_tasks']} "
+            f"{result.settings['suite']} tasks, {config.n_prompts} prompts x {config.seeds} "
+            f"seed(s), {config.shots} shots, {config.corruption} labels)"
         )
+        b = result.baselines.groupby("task")[["p_clean", "p_corrupted"]].mean().mean()
+        typer.echo(
+            f"answer probability without a patch: clean {b.p_clean:.3f}, corrupted "
+            f"{b.p_corrupted:.3f} (headroom {result.headroom:+.3f}: the most a CIE can be)"
+        )
+        if result.headroom < HEADROOM_WARN:
+            typer.echo(
+                f"warning: headroom {result.headroom:+.3f} < {HEADROOM_WARN}: the corrupted "
+                "prompts still do the task, so these scores are noise; try --corruption "
+                "foreign",
+                err=True,
+            )
         typer.echo(f"{'rank':>4} {'head':>6} {'fv':>9} {'sd (seeds)':>10}")
         for r in table.itertuples(index=False):
             typer.echo(

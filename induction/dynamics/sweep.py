@@ -82,7 +82,8 @@ class SweepItem:
 class SweepSettings:
     """What each model gets: scan settings (:class:`induction.scan.ScanConfig` fields) and
     the optional score sets. ``scores`` may hold ``fv``: function-vector scores
-    (:func:`induction.circuits.fv.fv_scores`, its defaults) beside the scan's, per head.
+    (:func:`induction.circuits.fv.fv_scores`, its defaults but ``fv_corruption``) beside the
+    scan's, per head.
     ``device``/``dtype`` say where it runs and are not hashed."""
 
     scores: tuple[str, ...] = ("induction", "prefix_matching", "duplicate_token", "previous_token")
@@ -97,6 +98,7 @@ class SweepSettings:
     ablate: bool = False
     ablate_frac: float = 0.2
     ablate_controls: int = 5
+    fv_corruption: str = "shuffled"
     device: str = field(default="auto", compare=False)
     dtype: str | None = field(default=None, compare=False)
 
@@ -123,6 +125,12 @@ class SweepSettings:
             raise InputError(f"--seq-len must be an integer >= {MIN_SEQ_LEN}, got {seq!r}")
         if not 0 < self.ablate_frac <= 1:
             raise InputError(f"--ablate-frac must be in (0, 1], got {self.ablate_frac}")
+        from induction.circuits.config import CORRUPTIONS
+
+        if self.fv_corruption not in CORRUPTIONS:
+            raise InputError(
+                f"--fv-corruption {self.fv_corruption!r}: use one of {', '.join(CORRUPTIONS)}"
+            )
 
     def hash(self) -> str:
         """12 hex digits over the settings (not device or dtype) and the scoring code."""
@@ -132,6 +140,8 @@ class SweepSettings:
         if not self.ablate:
             d.pop("ablate_frac")
             d.pop("ablate_controls")
+        if not self.fv or self.fv_corruption == "shuffled":  # datasets from before the field
+            d.pop("fv_corruption")
         code = source_hash(CODE + FV_CODE) if self.fv else source_hash(CODE)
         return fingerprint(d, code, length=12)
 
@@ -356,7 +366,7 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
     if settings.fv:
         from induction.circuits.fv import fv_scores
 
-        fv = fv_scores(loaded, progress=False).table
+        fv = fv_scores(loaded, corruption=settings.fv_corruption, progress=False).table
         for r in fv.itertuples(index=False):
             rows.add(r.layer, r.head, "fv", r.fv, r.fv_std)
     if result is not None and result.in_context_loss is not None:

@@ -32,8 +32,24 @@ def test_a_zoo_model_gets_both_arms_and_is_gated_on_its_pair_tasks(
         assert lp["clean"] <= 0 and lp["ctrl_std"] >= 0 and 0 < lp["p_ctrl"] <= 1
     r = found["rankings"]
     assert 0 <= r["overlap_top2"] <= 1 and -1 <= r["spearman"] <= 1
+    assert r["headroom"] == pytest.approx(r["p_clean"] - r["p_corrupted"])
+    assert r["corruption"] == "shuffled" and len(r["baselines"]) == 4  # one row per pair task
     assert "| lidas8-s0 | untestable" in md.read_text()
     assert "log-prob drop (nats), FV heads" in md.read_text()
+
+
+def test_scores_are_read_only_where_the_corruption_takes_the_task_away(fvc):
+    """The FV pair answers shuffled-label prompts as well as clean ones: untestable, with the
+    numbers and the fix; foreign labels leave room."""
+    ok, why = fvc.headroom_gate(
+        {"headroom": 0.001, "p_clean": 0.998, "p_corrupted": 0.997, "corruption": "shuffled"}
+    )
+    assert not ok and "shuffled 0.997" in why and "--corruption foreign" in why
+    ok, why = fvc.headroom_gate(
+        {"headroom": 0.99, "p_clean": 0.997, "p_corrupted": 0.005, "corruption": "foreign"}
+    )
+    assert ok and why == "headroom 0.99"
+    assert not fvc.headroom_gate({})[0]  # an old record without baselines does not pass
 
 
 def test_gated_tasks_score_nothing_when_no_pair_task_is_above_chance(fvc, tmp_path, monkeypatch):

@@ -75,3 +75,17 @@ def test_formation_and_lineage_of_a_grown_run(fvz, tiny_grown_run, tmp_path, mon
 def test_a_model_without_a_series_is_refused(fvz, tmp_path):
     with pytest.raises(SystemExit, match="no checkpoint series"):
         fvz.main(["dense8c-s1", "--out-dir", str(tmp_path), "--dataset", str(tmp_path / "s")])
+
+
+def test_the_gate_must_be_measured_with_the_same_corruption(fvz, tmp_path):
+    record = {"testable": True, "gate": "4 of 4 pair tasks above chance",
+              "rankings": {"corruption": "foreign"}}  # fmt: skip
+    (tmp_path / "m-s0.json").write_text(json.dumps(record))
+    assert fvz.gate_of("m-s0", tmp_path, "foreign") == (True, record["gate"])
+    ok, why = fvz.gate_of("m-s0", tmp_path, "shuffled")
+    assert not ok and "measured with foreign labels" in why and "--corruption shuffled" in why
+
+
+def test_formation_steps_read_as_the_checkpoint_interval(fvz):
+    assert fvz._step(1600, [50, 800, 1600, 3200]) == "800-1600"
+    assert fvz._step(50, [50, 800]) == "50" and fvz._step(None, [50]) == "never"

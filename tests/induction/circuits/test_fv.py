@@ -144,3 +144,33 @@ def test_zoo_models_default_to_the_zoo_worlds_relations(tiny_llama_dir):
 
     with pytest.raises(InputError, match="unknown zoofacts task"):
         fv_scores(str(tiny_llama_dir), tasks=["antonyms"], n_prompts=2, shots=2)
+
+
+def test_foreign_labels_come_from_other_tasks_and_keep_the_clean_prompts():
+    foreign = ["z1", "z2", "z3"]
+    shuffled = fv.fv_prompts(_examples(), n_prompts=10, shots=4, seed=5)
+    moved = fv.fv_prompts(_examples(), n_prompts=10, shots=4, seed=5, foreign=foreign)
+    assert [p.clean for p in moved] == [p.clean for p in shuffled]  # only the corruption differs
+    for p in moved:
+        demos = p.corrupted.split("\n\n")[:-1]
+        assert all(d.split()[-1] in foreign for d in demos)
+    with pytest.raises(Exception, match="other tasks' answers"):
+        fv.fv_prompts(_examples(), n_prompts=1, shots=2, seed=0, foreign=[])
+    with pytest.raises(Exception, match="--corruption 'reversed'"):
+        fv.FVConfig(corruption="reversed")
+
+
+def test_headroom_says_when_shuffled_labels_still_name_the_task():
+    """The zoo's relations have disjoint label sets: with shuffled labels the FV pair's dense
+    model still answers (headroom ~0, every CIE noise); foreign labels take the task away and
+    one head's mean output brings much of it back."""
+    from induction.circuits.fv import fv_scores
+
+    torch.set_num_threads(1)
+    kw = {"tasks": ["fact_word"], "n_prompts": 8, "shots": 5}
+    shuffled = fv_scores("dense8f-s0", corruption="shuffled", **kw)
+    foreign = fv_scores("dense8f-s0", corruption="foreign", **kw)
+    assert set(shuffled.baselines.columns) >= {"task", "seed", "p_clean", "p_corrupted"}
+    assert shuffled.headroom < 0.05 and foreign.headroom > 0.5
+    assert foreign.table["fv"].max() > 10 * shuffled.table["fv"].abs().max()
+    assert foreign.settings["corruption"] == "foreign"
