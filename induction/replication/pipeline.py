@@ -75,9 +75,9 @@ def measure_model(
     start = time.perf_counter()
     code = code or code_hash()
     loaded, scores = scan_model(ref, settings)
-    key = measurement_key(loaded, settings, scores, code) if store is not None else ""
+    key = measurement_key(loaded, settings, code) if store is not None else ""
     if store is not None:
-        hit = store.get(ref.name, settings, key)
+        hit = store.get(ref.name, settings, key, scores)
         if hit is not None or stored_only:
             return hit
     measured = as_stored(measure_scanned(ref, loaded, scores, settings, progress, start))

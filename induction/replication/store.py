@@ -9,7 +9,11 @@ A stored measurement is served only under the same key (:func:`measurement_key`)
   or its weights when it has no folder;
 - the settings (all but ``cache``, which gives the same numbers; the file name carries their
   hash, so runs with other settings, ``--fast`` say, keep their own files);
-- the scan's scores that rank the heads, and the induction threshold;
+- the induction threshold, and the scan's ranking of the heads: the stored scan must list the
+  heads in the same order, with the same heads at or above the threshold, and each induction
+  score within :data:`SCORE_TOLERANCE` of the fresh scan's (a platform's float rounding moves
+  the scores by about 1e-7 and changes no ranking; hashing them bit for bit made every stored
+  measurement stale on another CPU);
 - the code that turns them into the row, by syntax tree (:func:`code_hash`: docstrings,
   comments and layout apart): :data:`MEASURE_CODE`, hashed once when a run starts and checked
   again before each store, so an edit during a run never stores old code's numbers under the
@@ -57,7 +61,11 @@ MEASURE_CODE = (
     "induction.replication.models",
 )
 PRESENTATION = ("cli.py", "render.py")
-STORE_VERSION = 3  # 3: whole model folder, threshold, file per settings
+STORE_VERSION = 4  # 3: whole model folder, threshold, file per settings; 4: ranking by tolerance
+
+#: The largest difference of one head's induction score between the stored scan and a fresh one
+#: for the two to count as the same ranking (scores are in [0, 1]; float rounding is ~1e-7).
+SCORE_TOLERANCE = 1e-5
 
 
 def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
@@ -118,22 +126,44 @@ def model_hash(loaded) -> str:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 
-def measurement_key(loaded, settings: Settings, scores: pd.DataFrame, code: str) -> str:
-    """Content key of one model's measurement (hex); ``code`` is :func:`code_hash`'s."""
+def measurement_key(loaded, settings: Settings, code: str) -> str:
+    """Content key of one model's measurement (hex): the model, its dtype, the settings, the
+    induction threshold and the code (``code`` is :func:`code_hash`'s). The scan's ranking is
+    checked beside it, by :func:`same_ranking`."""
     from induction import INDUCTION_THRESHOLD
     from induction.fingerprint import fingerprint
 
-    measured = measured_settings(settings)
-    ranking = scores[["layer", "head", "induction"]].to_numpy().tolist()
     return fingerprint(
         STORE_VERSION,
         model_hash(loaded),
         str(loaded.info.dtype),
-        measured,
-        ranking,
+        measured_settings(settings),
         INDUCTION_THRESHOLD,
         code,
         length=32,
+    )
+
+
+def same_ranking(stored: pd.DataFrame, fresh: pd.DataFrame) -> bool:
+    """Whether two scans rank the heads alike: the same heads in the same order (by induction
+    score, as the ablation picks them), the same heads at or above the induction threshold,
+    and every score within :data:`SCORE_TOLERANCE`."""
+    from induction import INDUCTION_THRESHOLD
+
+    cols = ["layer", "head", "induction"]
+    if not set(cols) <= set(stored.columns) or len(stored) != len(fresh):
+        return False
+
+    def ordered(scores: pd.DataFrame) -> pd.DataFrame:
+        order = scores.sort_values(["induction", "layer", "head"], ascending=[False, True, True])
+        return order[cols].reset_index(drop=True)
+
+    a, b = ordered(stored), ordered(fresh)
+    above_a, above_b = a["induction"] >= INDUCTION_THRESHOLD, b["induction"] >= INDUCTION_THRESHOLD
+    return (
+        a[["layer", "head"]].astype(int).equals(b[["layer", "head"]].astype(int))
+        and bool((above_a == above_b).all())
+        and bool((a["induction"] - b["induction"]).abs().max() <= SCORE_TOLERANCE)
     )
 
 
@@ -146,9 +176,10 @@ class MeasurementStore:
     def path(self, name: str, settings: Settings) -> Path:
         return self.root / f"{name}-{settings_hash(settings)}.json"
 
-    def get(self, name: str, settings: Settings, key: str) -> Measured | None:
-        """The stored measurement of ``name`` under ``key``, else None (missing, damaged,
-        or measured from other inputs)."""
+    def get(self, name: str, settings: Settings, key: str, scores: pd.DataFrame) -> Measured | None:
+        """The stored measurement of ``name`` under ``key`` whose scan ranks the heads as
+        ``scores`` does (:func:`same_ranking`), else None (missing, damaged, or measured from
+        other inputs)."""
         path = self.path(name, settings)
         if not path.is_file():
             return None
@@ -157,6 +188,8 @@ class MeasurementStore:
             if data.get("key") != key:
                 return None
             measured = from_payload(data)
+            if not same_ranking(measured.scores, scores):
+                return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         measured.extra["reused"] = str(path)

@@ -361,10 +361,9 @@ def test_store_key_covers_the_model_folder_and_code(rep_mod, tmp_path):
     folder = tmp_path / "lidas8-s0"
     shutil.copytree(ROOT / "induction" / "zoo" / "models" / "lidas8-s0", folder)
     settings = _tiny(rep_mod)
-    scores = pd.DataFrame({"layer": [0], "head": [0], "induction": [0.5]})
 
     def key(code: str = "c") -> str:
-        return rep_mod.measurement_key(load_model(str(folder)), settings, scores, code)
+        return rep_mod.measurement_key(load_model(str(folder)), settings, code)
 
     base = key()
     assert key("other code") != base
@@ -376,6 +375,42 @@ def test_store_key_covers_the_model_folder_and_code(rep_mod, tmp_path):
     log = folder / "duplication_log.json"
     log.write_text(log.read_text() + "\n")
     assert key() != base
+
+
+def test_store_ranking_tolerates_float_rounding_not_a_new_ranking(rep_mod):
+    """A scan on another CPU moves the scores by ~1e-7: the stored measurement still serves.
+    Another order, another head over the threshold or a real score change does not."""
+    from induction import INDUCTION_THRESHOLD
+    from induction.replication.store import SCORE_TOLERANCE, same_ranking
+
+    base = pd.DataFrame(
+        {"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "induction": [0.9, 0.41, 0.2, 0.05]}
+    )
+    noisy = base.assign(induction=base["induction"] + [4e-8, -6e-8, 1e-8, 0.0])
+    assert same_ranking(base, noisy) and same_ranking(base, noisy.iloc[::-1])
+    swapped = base.assign(induction=[0.41, 0.9, 0.2, 0.05])
+    assert not same_ranking(base, swapped)
+    crossing = base.assign(induction=[0.9, INDUCTION_THRESHOLD - 1e-6, 0.2, 0.05])
+    assert not same_ranking(base, crossing)
+    moved = base.assign(induction=base["induction"] + [0.0, 0.0, 2 * SCORE_TOLERANCE, 0.0])
+    assert not same_ranking(base, moved)
+    assert not same_ranking(base, base.iloc[:3]) and not same_ranking(base[["layer"]], base)
+
+
+def test_store_refuses_a_measurement_whose_scan_ranked_other_heads(rep_mod, tmp_path):
+    """The stored scan is part of what a hit must match: a stored file whose scores rank the
+    heads otherwise than today's scan is measured again."""
+    ref = _zoo_ref(rep_mod, "dense8-s0")
+    store = rep_mod.MeasurementStore(tmp_path)
+    rep_mod.replicate([ref], _tiny(rep_mod), log=None, store=store)
+    stored = store.path("dense8-s0", _tiny(rep_mod))
+    data = json.loads(stored.read_text())
+    top = max(range(len(data["scores"])), key=lambda i: data["scores"][i]["induction"])
+    data["scores"][top]["induction"] = 0.0
+    stored.write_text(json.dumps(data))
+    lines: list[str] = []
+    rep_mod.replicate([ref], _tiny(rep_mod), log=lines.append, store=store)
+    assert "stored, reused" not in lines[0]
 
 
 def test_duplicate_models_are_refused(rep_mod):
