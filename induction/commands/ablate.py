@@ -29,6 +29,16 @@ def ablate(
             help="With --token-loss: its table, one row per head set (.csv, .parquet, .json).",
         ),
     ] = None,
+    scores_tables: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--scores",
+            help="Score table(s) that rank and exclude heads instead of computing them now "
+            "(layer, head and score columns, as `induction scan --out` and `induction fv --out` "
+            "write; repeatable, merged on layer and head), e.g. FV scores from `induction fv "
+            "--corruption foreign`.",
+        ),
+    ] = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
     threads: Annotated[
@@ -55,8 +65,11 @@ def ablate(
         raise InputError(f"--threads must be >= 1, got {threads}")
     # everything the run reads: the model, a task file, data, lm-eval task configs (whose code
     # is refused here without --trust-remote-code)
+    if scores_tables and config.heads is not None:
+        raise InputError("--scores ranks heads for --frac; --heads names them: pass one")
+    scores = read_score_tables(scores_tables or [])
     outputs = {"--out": out, "--plot": plot, "--token-loss-out": token_loss_out}
-    prepare_outputs(outputs, _inputs(model, config))
+    prepare_outputs(outputs, [*_inputs(model, config), *(scores_tables or [])])
 
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
         loaded = load_model(
@@ -66,7 +79,7 @@ def ablate(
             threads=threads,
             trust_remote_code=config.trust_remote_code,
         )
-        result = _run(loaded, config, quiet)
+        result = _run(loaded, config, quiet, scores)
         _report(result, out, plot, quiet)
         if result.token_loss is not None:
             if token_loss_out is not None:
@@ -85,12 +98,46 @@ def _inputs(model: str, config: AblationConfig) -> list[Path]:
     return run_inputs(model, config, lm_eval_inputs=task_inputs(config))
 
 
-def _run(loaded, config: AblationConfig, quiet: bool):
+def read_score_tables(paths: list[Path]):
+    """The score tables of ``--scores`` merged on (layer, head), or None without any. A later
+    table adds only the columns the earlier ones lack; a table without ``layer`` and ``head``,
+    or tables naming different heads, are refused."""
+    from induction.io import read_table
+
+    merged = None
+    for path in paths:
+        try:
+            table = read_table(path)
+        except InputError:
+            raise
+        except Exception as exc:  # a corrupt table
+            raise InputError(f"cannot read --scores {path}: {' '.join(str(exc).split())}") from None
+        if not {"layer", "head"} <= set(table.columns):
+            raise InputError(
+                f"--scores {path} has no layer and head columns; pass a table written by "
+                "`induction scan --out` or `induction fv --out`"
+            )
+        if merged is None:
+            merged = table
+            continue
+        new = [c for c in table.columns if c not in merged.columns]
+        joined = merged.merge(table[["layer", "head", *new]], on=["layer", "head"])
+        if len(joined) != len(merged) or len(joined) != len(table):
+            raise InputError(
+                f"--scores {path} names other heads than {paths[0]}; pass tables of one model"
+            )
+        merged = joined
+    return merged
+
+
+def _run(loaded, config: AblationConfig, quiet: bool, scores=None):
     """The ablation job with progress on stderr; Ctrl-C says what the resume cache kept."""
     from ablation.pipeline import ablate as run_ablate
 
     try:
-        return run_ablate(loaded, config, progress=not quiet, log=None if quiet else _say)
+        return run_ablate(
+            loaded, config, scores=scores, progress=not quiet, log=None if quiet else _say
+        )
     except KeyboardInterrupt:
         kept = (
             "finished results are kept in the resume cache; rerun the same command to resume"

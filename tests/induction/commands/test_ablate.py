@@ -195,3 +195,35 @@ def test_token_loss_beside_the_few_shot_report(tiny_llama_dir, tmp_path, one_lin
     lonely = ablate(str(tiny_llama_dir), "--token-loss-out", str(tmp_path / "x.csv"))
     one_line_error(lonely, "--token-loss-out needs --token-loss")
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_scores_tables_rank_and_exclude_the_heads(tiny_llama_dir, tmp_path, one_line_error):
+    """--scores ranks heads by a table the user computed (e.g. FV scores with foreign labels)
+    instead of scoring now; a second table adds the excluded score's column; the tables are
+    inputs no output may overwrite; a table of other heads is refused in one line."""
+    heads = [(la, h) for la in range(2) for h in range(4)]
+    fv = pd.DataFrame({"layer": [la for la, _ in heads], "head": [h for _, h in heads],
+                       "fv": [0.1 * i for i in range(8)]})  # fmt: skip
+    scan = fv.rename(columns={"fv": "induction"}).assign(induction=[0.5] + [0.0] * 6 + [0.9])
+    fv_csv, scan_csv, out = tmp_path / "fv.csv", tmp_path / "scan.csv", tmp_path / "r.json"
+    fv.to_csv(fv_csv, index=False)
+    scan.to_csv(scan_csv, index=False)
+    args = [tiny_llama_dir, "--task", "lookup", "--n-items", 4, "--controls", 2, "--frac", 0.125]
+    result = ablate(*args, "--score", "fv", "--scores", fv_csv, "--out", out, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["meta"]["heads"] == "L1H3"  # the table's top FV head
+
+    both = ablate(*args, "--score", "induction", "--exclude", "fv:0.125", "--scores", scan_csv,
+                  "--scores", fv_csv, "--out", out, "--quiet")  # fmt: skip
+    assert both.exit_code == 0, both.output
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["heads"] == "L0H0" and "excluding the top 0.125 by fv" in meta["selection"]
+
+    one_line_error(ablate(*args, "--scores", fv_csv, "--out", fv_csv), "fv.csv")
+    assert pd.read_csv(fv_csv).equals(fv)
+    fv.iloc[:4].to_csv(tmp_path / "half.csv", index=False)
+    one_line_error(ablate(*args, "--scores", scan_csv, "--scores", tmp_path / "half.csv"),
+                   "other heads")  # fmt: skip
+    one_line_error(ablate(*args, "--scores", scan_csv, "--heads", "L0H0"), "--scores")
+    pd.DataFrame({"x": [1]}).to_csv(tmp_path / "nohead.csv", index=False)
+    one_line_error(ablate(*args, "--scores", tmp_path / "nohead.csv"), "layer and head")
