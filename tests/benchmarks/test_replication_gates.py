@@ -47,8 +47,9 @@ class _Rep:
               "src_ancestors": 2.0, "src_min": 2} for f, d in drops.items()]
         )  # fmt: skip
         self.models = pd.DataFrame(
-            [{"family": f, "drop": d, "drop_cand_acc": d, "drop_logprob": 10 * d}
-             for f, d in drops.items() for _ in range(seeds)]
+            [{"model": f"{f}-s{s}", "family": f, "drop": d, "drop_cand_acc": d,
+              "drop_logprob": 10 * d, "src_ancestors": 2.0, "src_min": 2}
+             for f, d in drops.items() for s in range(seeds)]
         )  # fmt: skip
         self.comparisons = pd.DataFrame(
             [{"family": "lidas12", "measure": m, "p_holm": p}
@@ -115,9 +116,11 @@ def _timing_case(m: dict) -> tuple:
     rep = _Rep({"dense8c": 0.1, "grown8c": 0.1, "grown8ce": 0.1}, p=0.5)
     rep.families["source_family"] = ["dense", "lidas", "lidas"]
     rep.models = pd.DataFrame(
-        [{"family": f, "src_ancestors": v, "drop": 0.1} for f, vs in m.items() for v in vs]
-        + [{"family": "dense8c", "src_ancestors": 1.0, "drop": 0.1}]
-    )
+        [{"model": f"{f}-s{s}", "family": f, "src_ancestors": v, "src_min": 2, "drop": 0.1}
+         for f, vs in m.items() for s, v in enumerate(vs)]
+        + [{"model": "dense8c-s0", "family": "dense8c", "src_ancestors": 1.0, "src_min": 1,
+            "drop": 0.1}]
+    )  # fmt: skip
     rows = []
     for fam, vs in m.items():
         for seed in range(len(vs)):
@@ -150,3 +153,62 @@ def test_growth_timing_compares_the_two_grown_arms_over_seeds(gates_mod):
     row = gates.claims(rep, g).set_index("claim").loc[TIMING]
     assert row["verdict"] == "untestable here"
     assert "3 and 3 seeds allow no permutation p below 0.1" in row["decided_by"]
+
+
+SECONDARY = "top-20% ablation costs LIDAS (lidas12) more than dense, on the seeds that pass"
+
+
+def test_secondary_verdict_reads_the_passing_seeds_and_names_the_others(gates_mod):
+    """docs/replication.md's amendment: the primary verdict stays untestable when one seed
+    fails a gate; a secondary row reads the claim on the seeds that pass, with the same seeds
+    rule, and names the seeds left out. Nobody failing adds no secondary row."""
+    gates, _ = gates_mod
+    rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01, seeds=6)
+    rep.models.loc[rep.models["model"] == "lidas12-s5", "drop_cand_acc"] = -1.0  # a failed seed
+    g = _gates({"dense12": True, "lidas12": True}, seeds=6)
+    assert not any("seeds that pass" in c for c in gates.claims(rep, g)["claim"])
+    g.loc[g["model"] == "lidas12-s5", ["in_context", "testable", "testable_cand_acc",
+                                        "testable_logprob"]] = False  # fmt: skip
+    table = gates.claims(rep, g).set_index("claim")
+    assert table.iloc[0]["verdict"] == "untestable here"  # the primary rule is unchanged
+    row = table.loc[SECONDARY]
+    assert row["verdict"] == "agree" and "(5 seeds)" in row["zoo"] and "(6 seeds)" in row["zoo"]
+    assert "lidas12 +0.150" in row["zoo"]  # the failed seed's drop is not in the mean
+    assert "left out: lidas12-s5" in row["decided_by"] and "Holm" in row["decided_by"]
+    rep.models.loc[rep.models["family"] == "lidas12", "drop_cand_acc"] = 0.0
+    rep.models.loc[rep.models["model"].isin(["lidas12-s0", "lidas12-s1"]), "drop_cand_acc"] = 0.01
+    assert gates.claims(rep, g).set_index("claim").loc[SECONDARY, "verdict"] == "disagree"
+
+    logprob_all = _gates({"dense12": True, "lidas12": True}, seeds=6)
+    logprob_all.loc[logprob_all["family"] == "lidas12", "testable_cand_acc"] = False
+    claims = gates.claims(rep, logprob_all)["claim"]  # the primary reads the log-prob: no row
+    assert not any("seeds that pass" in c for c in claims)
+    few = _gates({"dense12": True, "lidas12": True}, seeds=6)
+    for col in ("testable_cand_acc", "testable_logprob"):
+        few.loc[few["family"] == "lidas12", col] = [True] + [False] * 5
+    row = gates.claims(rep, few).set_index("claim").loc[SECONDARY]
+    assert row["verdict"] == "untestable here"
+    assert "6 and 1 passing seeds allow no permutation p below 0.14" in row["decided_by"]
+
+    none = _gates({"dense12": True, "lidas12": False}, seeds=6)
+    row = gates.claims(rep, none).set_index("claim").loc[SECONDARY]
+    assert row["verdict"] == "untestable here" and "no seed of a family passes" in row["decided_by"]
+
+
+def test_secondary_lineage_reads_the_seeds_with_heads_before_growth(gates_mod):
+    """The source's lineage claim and the growth-timing question on the passing seeds: the
+    seed without a head before growth leaves the early arm, the arm grown before heads keeps
+    its seeds; the primary timing row disappears (the early arm is mixed), the secondary one
+    reads the rest."""
+    gates, _ = gates_mod
+    rep, g = _timing_case({"grown8c": [2, 2, 3, 2, 3, 12], "grown8ce": [9, 10, 10, 9, 10]})
+    g.loc[g["model"] == "grown8c-s5", "heads_before_growth"] = False
+    table = gates.claims(rep, g).set_index("claim")
+    assert TIMING not in table.index
+    timing = table.loc[f"{TIMING}, on the seeds that pass"]
+    assert timing["verdict"] == "measured" and "grown8c 2.4 (5 seeds)" in timing["zoo"]
+    assert "left out: grown8c-s5" in timing["decided_by"]
+    lineage = table.loc["10 of the 12 strongest heads from 2 ancestors (grown8c), on the seeds "
+                        "that pass"]  # fmt: skip
+    assert lineage["verdict"] == "agree" and "m = 2.4 over 5 seeds" in lineage["zoo"]
+    assert not any("(grown8ce), on the seeds" in c for c in table.index)  # grown before heads
