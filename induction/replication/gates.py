@@ -225,7 +225,7 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
     for lidas in by_src.get("lidas", []):
         if dense:
             drop_claim(
-                "top-20% ablation costs LIDAS more than dense",
+                f"top-20% ablation costs LIDAS ({lidas}) more than dense",
                 "0.18 vs 0.08 mean F1",
                 dense,
                 lidas,
@@ -252,10 +252,10 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
                 f"the growth schedule allows no fewer than {fewest:.0f} ancestors for "
                 f"{src['heads']} of {src['top']} heads"
             )
-        if g["heads_before_growth"].notna().any() and not g["heads_before_growth"].all():
+        without = int((~g["heads_before_growth"].map(lambda v: _is(v, True))).sum())
+        if g["heads_before_growth"].notna().any() and without:
             reasons.append(
-                f"{int((~g['heads_before_growth'].astype(bool)).sum())} of {len(g)} seeds had "
-                "no induction head before the first growth"
+                f"{without} of {len(g)} seeds had no induction head before the first growth"
             )
         if reasons:
             verdict, why = "untestable here", "; ".join(reasons)
@@ -301,13 +301,19 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
 SECONDARY = "on the seeds that pass"
 
 
+def _is(value, expected: bool) -> bool:
+    """``value`` is ``expected`` (a bool or numpy bool; None and NaN are neither)."""
+    return isinstance(value, bool | np.bool_) and bool(value) is expected
+
+
 def _passing(gates: pd.DataFrame, family: str, columns: list[str]) -> list[str]:
-    """The models of ``family`` whose ``columns`` all hold (missing columns are not read)."""
+    """The models of ``family`` whose ``columns`` all hold (missing columns are not read;
+    None and NaN do not hold)."""
     g = gates[gates["family"] == family]
     ok = pd.Series(True, index=g.index)
     for col in columns:
         if col in g:
-            ok &= g[col].fillna(False).astype(bool)
+            ok &= g[col].map(lambda v: _is(v, True))
     return list(g.loc[ok, "model"])
 
 
@@ -316,12 +322,56 @@ def _left_out(gates: pd.DataFrame, families: list[str], kept: list[str]) -> str:
     return "left out: " + (", ".join(out) if out else "none")
 
 
+def timing_arms(models: pd.DataFrame, grown: list[str]) -> list[tuple[str, str]]:
+    """Pairs (heads first, growth first) of grown families, by design: the family whose first
+    growth step comes later was grown after its heads were meant to form (docs/zoo.md, "Two
+    growth timings"). Taken from the growth schedule, never from a measured gate."""
+    if "growth_steps" not in models.columns:
+        return []
+    import json
+
+    def parsed(value) -> list:
+        """The row keeps the schedule as JSON text (``measure.py``); lists are taken as is."""
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                return []
+        return list(value) if isinstance(value, list | tuple | np.ndarray) else []
+
+    first: dict[str, int] = {}
+    for fam in grown:
+        steps = [min(s) for s in map(parsed, models.loc[models["family"] == fam, "growth_steps"])
+                 if s]  # fmt: skip
+        if steps:
+            first[fam] = min(steps)
+    return [(a, b) for a in first for b in first if first[a] > first[b]]
+
+
+def _timing_reasons(gates: pd.DataFrame, a: str, b: str) -> list[str]:
+    """What makes the growth-timing comparison of arms ``a`` (heads first) and ``b`` (growth
+    first) untestable before the seeds rule: a model without heads, a seed of ``a`` without a
+    head before its first growth, a seed of ``b`` with one (or with no record of it)."""
+    pair = gates[gates["family"].isin([a, b])]
+    reasons = []
+    missing = int((~pair["heads"].map(lambda v: _is(v, True))).sum())
+    if missing:
+        reasons.append(f"{missing} of {len(pair)} models fail induction heads")
+    ga = gates.loc[gates["family"] == a, "heads_before_growth"]
+    gb = gates.loc[gates["family"] == b, "heads_before_growth"]
+    if n := int((~ga.map(lambda v: _is(v, True))).sum()):
+        reasons.append(f"{n} of {len(ga)} seeds of {a} had no head before the first growth")
+    if n := int((~gb.map(lambda v: _is(v, False))).sum()):
+        reasons.append(f"{n} of {len(gb)} seeds of {b} had a head before the first growth")
+    return reasons
+
+
 def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> list[dict]:
     """The secondary verdict (docs/replication.md, "Amendment", fixed before seeds 1-4 were
-    measured): each claim whose primary verdict a failing seed decides, read again on the
-    seeds of each family that pass the gates the claim reads, with the same tests and seeds
-    rule; Holm over the secondary drop comparisons. Only where some seed of the claim's
-    families fails; rows say which seeds were left out."""
+    measured): each claim whose primary verdict a failing seed decides (a gate the primary
+    reads), read again on the seeds that pass the gates the amendment lists, with the same
+    tests and seeds rule; Holm over all drop claims, those not tested here counting as p = 1.
+    Rows name the seeds left out."""
     from ablation.stats import holm, seed_test
 
     models = rep.models.set_index("model")
@@ -329,39 +379,39 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
     dense = (by_src.get("dense") or [None])[0]
     base = ["heads", "in_context"]
 
-    drops = []  # (row, p) for Holm
-    for fam, src in [(f, "lidas") for f in by_src.get("lidas", [])] + [
-        (f, "looped") for f in by_src.get("looped", [])
-    ]:
-        if dense is None:
-            break
+    compared = [(f, "lidas") for f in by_src.get("lidas", [])]
+    compared += [(f, "looped") for f in by_src.get("looped", [])]
+    tested: list[tuple[dict, float, float]] = []  # (row, diff, p)
+    untested = 0  # drop claims without a secondary test: p = 1 in Holm
+    for fam, src in compared if dense is not None else []:
         pair = [dense, fam]
         everyone = list(gates.loc[gates["family"].isin(pair), "model"])
         readouts = [r for r in VERDICT_ORDER if f"testable_{r}" in gates]
-        every = [_passing(gates, f, [f"testable_{r}"]) for r in readouts for f in pair]
-        if any(  # some readout passes for every model: the primary verdict reads it
-            sorted(every[i] + every[i + 1]) == sorted(everyone) for i in range(0, len(every), 2)
-        ):
+        per = {r: {f: _passing(gates, f, [f"testable_{r}"]) for f in pair} for r in readouts}
+        if not readouts:  # a record measured before the readouts: F1/EM's gate
+            per = {"F1/EM": {f: _passing(gates, f, ["testable"]) for f in pair}}
+        if any(sorted(k[dense] + k[fam]) == sorted(everyone) for k in per.values()):
+            untested += 1  # every model passes a readout: the primary verdict reads it
             continue
-        label, col, kept = "F1/EM", "drop", {f: _passing(gates, f, ["testable"]) for f in pair}
-        for r in readouts:
-            found = {f: _passing(gates, f, [f"testable_{r}"]) for f in pair}
-            if all(found.values()):
-                label, col, kept = r, f"drop_{r}", found
-                break
+        label = next((r for r, k in per.items() if all(k.values())), next(iter(per)))
+        col = "drop" if label == "F1/EM" else f"drop_{label}"
+        kept = {
+            f: [m for m in ms if math.isfinite(float(models.loc[m, col]))]
+            for f, ms in per[label].items()
+        }
         passed = kept[dense] + kept[fam]
-        if not readouts and sorted(passed) == sorted(everyone):
-            continue  # nobody fails: the primary verdict is the whole story
+        left = _left_out(gates, pair, passed)
         what = f"LIDAS ({fam})" if src == "lidas" else f"looped ({fam})"
-        claim = f"top-20% ablation costs {what} more than dense, {SECONDARY}"
         source = "0.18 vs 0.08 mean F1" if src == "lidas" else "0.28 vs 0.08 mean F1"
+        row = {"claim": f"top-20% ablation costs {what} more than dense, {SECONDARY}",
+               "source": source}  # fmt: skip
         n_a, n_b = len(kept[dense]), len(kept[fam])
-        row = {"claim": claim, "source": source}
+        rows.append(row)
         if not n_a or not n_b:
-            why = "no seed of a family passes; " + _left_out(gates, pair, passed)
+            untested += 1
+            why = f"no seed of a family passes the model and {label} gates; {left}"
             row |= {"zoo": f"{n_a} and {n_b} seeds pass", "verdict": "untestable here",
                     "decided_by": why}  # fmt: skip
-            rows.append(row)
             continue
         a = models.loc[kept[dense], col].astype(float)
         b = models.loc[kept[fam], col].astype(float)
@@ -369,142 +419,124 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
                       f"({n_b} seeds)")  # fmt: skip
         floor = min_perm_p(n_a, n_b)
         if floor > ALPHA:
+            untested += 1
             row |= {"verdict": "untestable here",
                     "decided_by": f"{n_a} and {n_b} passing seeds allow no permutation p below "
-                    f"{floor:.2g}; " + _left_out(gates, pair, passed)}  # fmt: skip
-            rows.append(row)
+                    f"{floor:.2g}; {left}"}  # fmt: skip
             continue
         t = seed_test(b.tolist(), a.tolist())
-        row["decided_by"] = _left_out(gates, pair, passed)
-        drops.append((row, t.diff, t.p_perm))
-        rows.append(row)
-    if drops:
-        adjusted = holm([p for _, _, p in drops])
-        for (row, diff, p), p_holm in zip(drops, adjusted, strict=True):
-            agree = diff > 0 and p_holm <= ALPHA
-            row["verdict"] = "agree" if agree else "disagree"
+        row["decided_by"] = left
+        tested.append((row, t.diff, t.p_perm))
+    if tested:
+        adjusted = holm([p for _, _, p in tested] + [1.0] * untested)
+        for (row, diff, p), p_holm in zip(tested, adjusted, strict=False):
+            row["verdict"] = "agree" if diff > 0 and p_holm <= ALPHA else "disagree"
             row["decided_by"] = (f"difference {diff:+.3f}, permutation p {p:.2g}, Holm "
-                                 f"{p_holm:.2g}; " + row["decided_by"])  # fmt: skip
+                                 f"{p_holm:.2g} over {len(tested) + untested} drop claims; "
+                                 + row["decided_by"])  # fmt: skip
 
+    if "src_ancestors" not in models.columns:
+        return rows
+    grown = by_src.get("lidas", [])
+    arms = timing_arms(rep.models, grown)
+    growth_first = {b for _, b in arms}
     src = SOURCE["lineage"]
-    if "src_ancestors" in models.columns:
-        for fam in by_src.get("lidas", []):
-            kept = _passing(gates, fam, [*base, "heads_before_growth"])
-            everyone = list(gates.loc[gates["family"] == fam, "model"])
-            grown_late = _passing(gates, fam, ["heads_before_growth"]) == []
-            if sorted(kept) == sorted(everyone) or grown_late:
-                continue  # all pass, or the arm grown before heads form: no seed can
-            fewest = models.loc[everyone, "src_min"].astype(float).min()
-            row = {"claim": f"{src['heads']} of the {src['top']} strongest heads from "
-                   f"{src['ancestors']} ancestors ({fam}), {SECONDARY}",
-                   "source": "m = 2 (3B LIDAS)"}  # fmt: skip
-            if not kept:
-                row |= {"zoo": "0 seeds pass", "verdict": "untestable here"}
-            elif fewest > src["ancestors"]:
-                row |= {"zoo": f"fewest possible {fewest:.0f}", "verdict": "untestable here"}
-            else:
-                m = models.loc[kept, "src_ancestors"].astype(float)
-                verdict = "agree" if m.mean() <= src["ancestors"] + 0.5 else "disagree"
-                row |= {"zoo": f"m = {m.mean():.1f} over {len(kept)} seeds ("
-                        + ", ".join(f"{v:.0f}" for v in m) + ")", "verdict": verdict}  # fmt: skip
-            row["decided_by"] = _left_out(gates, [fam], kept)
-            rows.append(row)
-        rows += _secondary_timing(models, gates, by_src.get("lidas", []))
-    return rows
+    for fam in grown:
+        everyone = list(gates.loc[gates["family"] == fam, "model"])
+        if fam in growth_first or len(_passing(gates, fam, ["heads_before_growth"])) == len(
+            everyone
+        ):
+            continue  # grown before heads by design, or no seed fails what the primary reads
+        kept = _passing(gates, fam, [*base, "heads_before_growth"])
+        fewest = float(models.loc[everyone, "src_min"].astype(float).min())
+        row = {"claim": f"{src['heads']} of the {src['top']} strongest heads from "
+               f"{src['ancestors']} ancestors ({fam}), {SECONDARY}",
+               "source": "m = 2 (3B LIDAS)"}  # fmt: skip
+        left = _left_out(gates, [fam], kept)
+        if not kept:
+            row |= {"zoo": "0 seeds pass", "verdict": "untestable here",
+                    "decided_by": f"no seed passes; {left}"}  # fmt: skip
+        elif fewest > src["ancestors"]:
+            why = f"the growth schedule allows no fewer than {fewest:.0f}; {left}"
+            row |= {"zoo": f"fewest possible {fewest:.0f}", "verdict": "untestable here",
+                    "decided_by": why}  # fmt: skip
+        else:
+            m = models.loc[kept, "src_ancestors"].astype(float)
+            verdict = "agree" if m.mean() <= src["ancestors"] + 0.5 else "disagree"
+            row |= {"zoo": f"m = {m.mean():.1f} over {len(kept)} seeds ("
+                    + ", ".join(f"{v:.0f}" for v in m) + ")", "verdict": verdict,
+                    "decided_by": f"heads formed before growth in these seeds; {left}"}  # fmt: skip
+        rows.append(row)
 
-
-def _secondary_timing(models: pd.DataFrame, gates: pd.DataFrame, grown: list[str]) -> list[dict]:
-    """The growth-timing question on the seeds that pass: in the arm grown after heads form,
-    the seeds with a head before growth; in the arm grown before, the seeds with none; both
-    with induction heads and in context. Only where some seed is left out."""
-    from ablation.stats import seed_test
-
-    base = ["heads", "in_context"]
-
-    def before(fam: str) -> pd.Series:
-        g = gates[gates["family"] == fam]
-        return g.set_index("model")["heads_before_growth"].map(lambda v: v is True)
-
-    # by design: the arm where most seeds had a head before growth, and the one where most had none
-    early = [f for f in grown if before(f).mean() > 0.5]
-    late = [f for f in grown if before(f).mean() < 0.5]
-    rows = []
-    for a in early:
-        for b in late:
-            ga, gb = before(a), before(b)
-            kept_a = _passing(gates, a, [*base, "heads_before_growth"])
-            kept_b = [m for m in _passing(gates, b, base) if not gb[m]]
-            if len(kept_a) == len(ga) and len(kept_b) == len(gb):
-                continue
-            row = {"claim": f"lineage more concentrated when heads form before growth, "
-                   f"{SECONDARY}", "source": "not claimed (no published test)"}  # fmt: skip
-            left = _left_out(gates, [a, b], kept_a + kept_b)
-            if not kept_a or not kept_b:
-                row |= {"zoo": f"{len(kept_a)} and {len(kept_b)} seeds pass",
-                        "verdict": "untestable here", "decided_by": left}  # fmt: skip
-                rows.append(row)
-                continue
-            ma = models.loc[kept_a, "src_ancestors"].astype(float)
-            mb = models.loc[kept_b, "src_ancestors"].astype(float)
-            row["zoo"] = (
-                f"m: {a} {ma.mean():.1f} ({len(ma)} seeds) vs {b} {mb.mean():.1f} ({len(mb)})"
-            )
-            floor = min_perm_p(len(ma), len(mb))
-            if floor > ALPHA:
-                row |= {"verdict": "untestable here",
-                        "decided_by": f"{len(ma)} and {len(mb)} passing seeds allow no "
-                        f"permutation p below {floor:.2g}; {left}"}  # fmt: skip
-            else:
-                t = seed_test(ma.tolist(), mb.tolist())
-                row |= {"verdict": "measured",
-                        "decided_by": f"difference {t.diff:+.1f} ancestors, permutation p "
-                        f"{t.p_perm:.2g} (smallest possible {floor:.2g}); {left}"}  # fmt: skip
-            rows.append(row)
+    for a, b in arms:
+        if not _timing_reasons(gates, a, b):
+            continue  # nothing the primary reads fails: the seeds rule alone decides it
+        kept_a = _passing(gates, a, [*base, "heads_before_growth"])
+        late = gates[(gates["family"] == b)].set_index("model")["heads_before_growth"]
+        kept_b = [m for m in _passing(gates, b, base) if _is(late[m], False)]
+        left = _left_out(gates, [a, b], kept_a + kept_b)
+        row = {"claim": f"lineage more concentrated when heads form before growth, {SECONDARY}",
+               "source": "not claimed (no published test)"}  # fmt: skip
+        rows.append(row)
+        if not kept_a or not kept_b:
+            row |= {"zoo": f"{len(kept_a)} and {len(kept_b)} seeds pass",
+                    "verdict": "untestable here",
+                    "decided_by": f"no seed of an arm passes; {left}"}  # fmt: skip
+            continue
+        ma = models.loc[kept_a, "src_ancestors"].astype(float)
+        mb = models.loc[kept_b, "src_ancestors"].astype(float)
+        row["zoo"] = (f"m: {a} {ma.mean():.1f} ({len(ma)} seeds) vs {b} {mb.mean():.1f} "
+                      f"({len(mb)} seeds)")  # fmt: skip
+        floor = min_perm_p(len(ma), len(mb))
+        if floor > ALPHA:
+            row |= {"verdict": "untestable here",
+                    "decided_by": f"{len(ma)} and {len(mb)} passing seeds allow no "
+                    f"permutation p below {floor:.2g}; {left}"}  # fmt: skip
+        else:
+            t = seed_test(ma.tolist(), mb.tolist())
+            row |= {"verdict": "measured",
+                    "decided_by": f"difference {t.diff:+.1f} ancestors, permutation p "
+                    f"{t.p_perm:.2g} (smallest possible {floor:.2g}); {left}"}  # fmt: skip
     return rows
 
 
 def _growth_timing(models: pd.DataFrame, gates: pd.DataFrame, grown: list[str]) -> list[dict]:
     """The zoo's own question beside the source's claims (docs/zoo.md, "Two growth timings"):
     is the strongest heads' lineage more concentrated when heads formed before the first
-    growth? One row per pair of grown families, one with heads before growth in every seed and
-    one with none in any, comparing ``m`` (fewest ancestors of 10 of the 12 strongest heads)
-    over seeds by the exact permutation test; untestable when a seed has no induction head or
-    the timing does not split the two families."""
+    growth? One row per pair of grown families, the arms taken from the growth schedule
+    (:func:`timing_arms`), comparing ``m`` (fewest ancestors of 10 of the 12 strongest heads)
+    over seeds by the exact permutation test; untestable when a model has no induction head,
+    a seed of the heads-first arm had no head before its first growth or one of the
+    growth-first arm had one, or the seeds are too few."""
     from ablation.stats import seed_test
 
     if "src_ancestors" not in models.columns:
         return []
-    before = {f: gates.loc[gates["family"] == f, "heads_before_growth"].tolist() for f in grown}
-    early = [f for f in grown if before[f] and all(v is True for v in before[f])]
-    late = [f for f in grown if before[f] and all(v is False for v in before[f])]
     rows = []
-    for a in early:
-        for b in late:
-            ma = models.loc[models["family"] == a, "src_ancestors"].astype(float)
-            mb = models.loc[models["family"] == b, "src_ancestors"].astype(float)
-            zoo = (
-                f"m: {a} (heads before growth) {ma.mean():.1f} vs {b} (growth before heads) "
-                f"{mb.mean():.1f}"
+    for a, b in timing_arms(models, grown):
+        ma = models.loc[models["family"] == a, "src_ancestors"].astype(float)
+        mb = models.loc[models["family"] == b, "src_ancestors"].astype(float)
+        zoo = (
+            f"m: {a} (heads before growth) {ma.mean():.1f} vs {b} (growth before heads) "
+            f"{mb.mean():.1f}"
+        )
+        floor = min_perm_p(len(ma), len(mb))
+        reasons = _timing_reasons(gates, a, b)
+        if reasons:
+            verdict, why = "untestable here", "; ".join(reasons)
+        elif floor > ALPHA:
+            verdict = "untestable here"
+            why = f"{len(ma)} and {len(mb)} seeds allow no permutation p below {floor:.2g}"
+        else:
+            t = seed_test(ma.tolist(), mb.tolist())
+            verdict = "measured"
+            why = (
+                f"difference {t.diff:+.1f} ancestors over {len(ma)} and {len(mb)} seeds, "
+                f"permutation p {t.p_perm:.2g} (smallest possible {floor:.2g})"
             )
-            pair = gates[gates["family"].isin([a, b])]
-            floor = min_perm_p(len(ma), len(mb))
-            if not pair["heads"].all():
-                missing = int((~pair["heads"].astype(bool)).sum())
-                verdict = "untestable here"
-                why = f"{missing} of {len(pair)} models fail induction heads"
-            elif floor > ALPHA:
-                verdict = "untestable here"
-                why = f"{len(ma)} and {len(mb)} seeds allow no permutation p below {floor:.2g}"
-            else:
-                t = seed_test(ma.tolist(), mb.tolist())
-                verdict = "measured"
-                why = (
-                    f"difference {t.diff:+.1f} ancestors over {len(ma)} and {len(mb)} seeds, "
-                    f"permutation p {t.p_perm:.2g} (smallest possible {floor:.2g})"
-                )
-            rows.append({"claim": "lineage more concentrated when heads form before growth",
-                         "source": "not claimed (no published test)", "zoo": zoo,
-                         "verdict": verdict, "decided_by": why})  # fmt: skip
+        rows.append({"claim": "lineage more concentrated when heads form before growth",
+                     "source": "not claimed (no published test)", "zoo": zoo,
+                     "verdict": verdict, "decided_by": why})  # fmt: skip
     return rows
 
 
@@ -553,4 +585,11 @@ def claims_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["claims", "claims_markdown", "gate_markdown", "gate_table", "secondary_claims"]
+__all__ = [
+    "claims",
+    "claims_markdown",
+    "gate_markdown",
+    "gate_table",
+    "secondary_claims",
+    "timing_arms",
+]

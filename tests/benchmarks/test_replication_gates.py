@@ -71,7 +71,7 @@ def _gates(testable: dict, seeds: int = 5, cand_acc: bool = True) -> pd.DataFram
 
 def test_claims_read_only_gated_comparisons(gates_mod):
     gates, _ = gates_mod
-    claim = "top-20% ablation costs LIDAS more than dense"
+    claim = "top-20% ablation costs LIDAS (lidas12) more than dense"
     rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01)
     ok = gates.claims(rep, _gates({"dense12": True, "lidas12": True})).set_index("claim")
     row = ok.loc[claim]
@@ -112,14 +112,18 @@ def test_too_few_seeds_is_untestable_not_disagree(gates_mod):
     assert "1 and 1 seeds allow no permutation p below 1" in row["decided_by"]
 
 
+#: The two grown arms' growth schedules (docs/zoo.md): the timing arms come from these.
+FIRST_GROWTH = {"grown8c": "[1200, 1800]", "grown8ce": [267, 800]}  # JSON text, as measured
+
+
 def _timing_case(m: dict) -> tuple:
     rep = _Rep({"dense8c": 0.1, "grown8c": 0.1, "grown8ce": 0.1}, p=0.5)
     rep.families["source_family"] = ["dense", "lidas", "lidas"]
     rep.models = pd.DataFrame(
-        [{"model": f"{f}-s{s}", "family": f, "src_ancestors": v, "src_min": 2, "drop": 0.1}
-         for f, vs in m.items() for s, v in enumerate(vs)]
+        [{"model": f"{f}-s{s}", "family": f, "src_ancestors": v, "src_min": 2, "drop": 0.1,
+          "growth_steps": FIRST_GROWTH[f]} for f, vs in m.items() for s, v in enumerate(vs)]
         + [{"model": "dense8c-s0", "family": "dense8c", "src_ancestors": 1.0, "src_min": 1,
-            "drop": 0.1}]
+            "drop": 0.1, "growth_steps": []}]
     )  # fmt: skip
     rows = []
     for fam, vs in m.items():
@@ -147,8 +151,11 @@ def test_growth_timing_compares_the_two_grown_arms_over_seeds(gates_mod):
     g.loc[0, "heads"] = False
     row = gates.claims(rep, g).set_index("claim").loc[TIMING]
     assert row["verdict"] == "untestable here" and "1 of 10" in row["decided_by"]
-    g["heads_before_growth"] = True  # no arm grew before its heads: nothing to compare
-    assert TIMING not in set(gates.claims(rep, g)["claim"])
+    g["heads"] = True
+    g["heads_before_growth"] = True  # the growth-first arm formed heads first after all
+    row = gates.claims(rep, g).set_index("claim").loc[TIMING]
+    assert row["verdict"] == "untestable here"
+    assert "5 of 5 seeds of grown8ce had a head before the first growth" in row["decided_by"]
     rep, g = _timing_case({"grown8c": [2, 2, 3], "grown8ce": [9, 10, 10]})
     row = gates.claims(rep, g).set_index("claim").loc[TIMING]
     assert row["verdict"] == "untestable here"
@@ -204,7 +211,9 @@ def test_secondary_lineage_reads_the_seeds_with_heads_before_growth(gates_mod):
     rep, g = _timing_case({"grown8c": [2, 2, 3, 2, 3, 12], "grown8ce": [9, 10, 10, 9, 10]})
     g.loc[g["model"] == "grown8c-s5", "heads_before_growth"] = False
     table = gates.claims(rep, g).set_index("claim")
-    assert TIMING not in table.index
+    primary = table.loc[TIMING]
+    assert primary["verdict"] == "untestable here"
+    assert "1 of 6 seeds of grown8c had no head before the first growth" in primary["decided_by"]
     timing = table.loc[f"{TIMING}, on the seeds that pass"]
     assert timing["verdict"] == "measured" and "grown8c 2.4 (5 seeds)" in timing["zoo"]
     assert "left out: grown8c-s5" in timing["decided_by"]
@@ -212,3 +221,40 @@ def test_secondary_lineage_reads_the_seeds_with_heads_before_growth(gates_mod):
                         "that pass"]  # fmt: skip
     assert lineage["verdict"] == "agree" and "m = 2.4 over 5 seeds" in lineage["zoo"]
     assert not any("(grown8ce), on the seeds" in c for c in table.index)  # grown before heads
+
+
+def test_secondary_never_reads_f1_and_holm_counts_every_drop_claim(gates_mod):
+    """With readouts, a failed readout gate is not rescued by the F1/EM gate (the verdict
+    readouts are cand_acc and logprob, docs/replication.md); Holm counts every drop claim, the
+    ones the primary reads and the untestable ones as p = 1."""
+    gates, _ = gates_mod
+    rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01, seeds=6)
+    g = _gates({"dense12": True, "lidas12": True}, seeds=6)
+    g.loc[g["family"] == "lidas12", ["testable_cand_acc", "testable_logprob"]] = False
+    row = gates.claims(rep, g).set_index("claim").loc[SECONDARY]
+    assert row["verdict"] == "untestable here" and "cand_acc gates" in row["decided_by"]
+
+    three = _Rep({"dense12": 0.05, "lidas12": 0.15, "looped12": 0.15}, p=0.01, seeds=6)
+    three.families["source_family"] = ["dense", "lidas", "looped"]
+    g = _gates({"dense12": True, "lidas12": True, "looped12": True}, seeds=6)
+    g.loc[g["model"] == "lidas12-s5", ["testable_cand_acc", "testable_logprob"]] = False
+    row = gates.claims(three, g).set_index("claim").loc[SECONDARY]
+    assert "Holm 0.0043 over 2 drop claims" in row["decided_by"]  # 2 x p 0.0022
+
+
+def test_timing_arms_come_from_the_schedule_and_unknown_seeds_stay_out(gates_mod):
+    """A seed of the growth-first arm that formed a head early makes the primary untestable
+    and leaves the secondary's late arm; so does one whose timing is unknown (None): arms are
+    never flipped by a measurement."""
+    gates, _ = gates_mod
+    rep, g = _timing_case({"grown8c": [2, 2, 3, 2, 3], "grown8ce": [9, 10, 10, 9, 10, 2, 9]})
+    assert gates.timing_arms(rep.models, ["grown8c", "grown8ce"]) == [("grown8c", "grown8ce")]
+    g["heads_before_growth"] = g["heads_before_growth"].astype(object)  # None: no record
+    g.loc[g["model"] == "grown8ce-s5", "heads_before_growth"] = True
+    g.loc[g["model"] == "grown8ce-s6", "heads_before_growth"] = None
+    table = gates.claims(rep, g).set_index("claim")
+    assert "2 of 7 seeds of grown8ce had a head" in table.loc[TIMING, "decided_by"]
+    second = table.loc[f"{TIMING}, on the seeds that pass"]
+    assert "(5 seeds) vs grown8ce 9.6 (5 seeds)" in second["zoo"]
+    assert "left out: grown8ce-s5, grown8ce-s6" in second["decided_by"]
+    assert not any("(grown8ce), on the seeds" in c for c in table.index)
