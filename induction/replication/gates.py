@@ -180,6 +180,8 @@ def _failures(g: pd.DataFrame, readouts: bool = False) -> str:
 def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFrame:
     """One row per source claim: ``claim``, ``source``, ``zoo`` (the measured figure),
     ``verdict`` (agree / disagree / untestable here) and ``decided_by``."""
+    from ablation.stats import holm
+
     fams = rep.families.set_index("family")
     by_src: dict[str, list[str]] = {}
     for fam, r in fams.iterrows():
@@ -205,12 +207,21 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
         zoo = f"{label}: {a} {mean_drop[a]:+.3f} vs {b} {mean_drop[b]:+.3f}"
         n_a, n_b = int((models.family == a).sum()), int((models.family == b).sum())
         floor = min_perm_p(n_b, n_a)
+        # the smallest Holm-adjusted p the seeds allow: every comparison of the measure at the
+        # smallest p its seeds allow (the best case for each)
+        same = comps[comps.measure == measure]
+        floors = dict(zip(same["family"], holm(same["min_p"].astype(float).tolist()), strict=True))
+        holm_floor = floors.get(b, floor)
         if not ok:
             verdict, why = "untestable here", _failures(pair, readouts=bool(present))
         elif floor > ALPHA:
             verdict = "untestable here"
             why = (f"gates pass on {label}, but {n_b} and {n_a} seeds allow no permutation p "
                    f"below {floor:.2g}")  # fmt: skip
+        elif holm_floor > ALPHA:
+            verdict = "untestable here"
+            why = (f"gates pass on {label}, but {n_b} and {n_a} seeds allow no Holm-adjusted p "
+                   f"below {holm_floor:.2g} over {len(same)} comparisons")  # fmt: skip
         else:
             c = comps[(comps.family == b) & (comps.measure == measure)]
             p = float(c["p_holm"].iloc[0]) if len(c) else math.nan
@@ -381,7 +392,7 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
 
     compared = [(f, "lidas") for f in by_src.get("lidas", [])]
     compared += [(f, "looped") for f in by_src.get("looped", [])]
-    tested: list[tuple[dict, float, float]] = []  # (row, diff, p)
+    tested: list[tuple[dict, float, float, float, str]] = []  # (row, diff, p, floor, left)
     untested = 0  # drop claims without a secondary test: p = 1 in Holm
     for fam, src in compared if dense is not None else []:
         pair = [dense, fam]
@@ -425,15 +436,21 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
                     f"{floor:.2g}; {left}"}  # fmt: skip
             continue
         t = seed_test(b.tolist(), a.tolist())
-        row["decided_by"] = left
-        tested.append((row, t.diff, t.p_perm))
+        tested.append((row, t.diff, t.p_perm, floor, left))
     if tested:
-        adjusted = holm([p for _, _, p in tested] + [1.0] * untested)
-        for (row, diff, p), p_holm in zip(tested, adjusted, strict=False):
+        m = len(tested) + untested
+        adjusted = holm([p for _, _, p, _, _ in tested] + [1.0] * untested)
+        # the seeds rule after Holm: the smallest adjusted p with every claim at its floor
+        floors = holm([f for _, _, _, f, _ in tested] + [1.0] * untested)
+        for (row, diff, p, _, left), p_holm, best in zip(tested, adjusted, floors, strict=False):
+            if best > ALPHA:
+                row["verdict"] = "untestable here"
+                row["decided_by"] = (f"the passing seeds allow no Holm-adjusted p below "
+                                     f"{best:.2g} over {m} drop claims; {left}")  # fmt: skip
+                continue
             row["verdict"] = "agree" if diff > 0 and p_holm <= ALPHA else "disagree"
             row["decided_by"] = (f"difference {diff:+.3f}, permutation p {p:.2g}, Holm "
-                                 f"{p_holm:.2g} over {len(tested) + untested} drop claims; "
-                                 + row["decided_by"])  # fmt: skip
+                                 f"{p_holm:.2g} over {m} drop claims; {left}")  # fmt: skip
 
     if "src_ancestors" not in models.columns:
         return rows

@@ -51,8 +51,11 @@ class _Rep:
               "drop_logprob": 10 * d, "src_ancestors": 2.0, "src_min": 2}
              for f, d in drops.items() for s in range(seeds)]
         )  # fmt: skip
+        from induction.replication.stats import min_perm_p
+
+        floor = min_perm_p(seeds, seeds)
         self.comparisons = pd.DataFrame(
-            [{"family": "lidas12", "measure": m, "p_holm": p}
+            [{"family": "lidas12", "measure": m, "p_holm": p, "min_p": floor}
              for m in ("drop", "drop[cand_acc]", "drop[logprob]")]
         )  # fmt: skip
 
@@ -258,3 +261,34 @@ def test_timing_arms_come_from_the_schedule_and_unknown_seeds_stay_out(gates_mod
     assert "(5 seeds) vs grown8ce 9.6 (5 seeds)" in second["zoo"]
     assert "left out: grown8ce-s5, grown8ce-s6" in second["decided_by"]
     assert not any("(grown8ce), on the seeds" in c for c in table.index)
+
+
+def test_seeds_rule_counts_holm(gates_mod):
+    """A comparison whose seeds allow a raw p below 0.05 but no Holm-adjusted one over the
+    measure's comparisons is untestable, never "disagree": 3 against 5 seeds (smallest p 1/56)
+    over four comparisons cannot pass 0.05; the secondary counts its drop claims the same way."""
+    gates, _ = gates_mod
+    from induction.replication.stats import min_perm_p
+
+    rep = _Rep({"dense12": 0.15, "lidas12": 0.05}, p=0.5, seeds=5)
+    rep.models = rep.models[~rep.models["model"].isin(["lidas12-s3", "lidas12-s4"])]
+    rep.comparisons = pd.DataFrame(
+        [{"family": f, "measure": "drop[cand_acc]", "p_holm": 0.5, "min_p": min_perm_p(3, 5)}
+         for f in ("lidas12", "x", "y", "z")]
+    )  # fmt: skip
+    g = _gates({"dense12": True, "lidas12": True}, seeds=5)
+    g = g[~g["model"].isin(["lidas12-s3", "lidas12-s4"])]
+    row = gates.claims(rep, g).iloc[0]
+    assert row["verdict"] == "untestable here"
+    assert "no Holm-adjusted p below 0.071 over 4 comparisons" in row["decided_by"]
+
+    four = _Rep({"dense12": 0.05, "lidas12": 0.15, "looped12": 0.15, "looped13": 0.1}, p=0.5,
+                seeds=5)  # fmt: skip
+    four.families["source_family"] = ["dense", "lidas", "looped", "looped"]
+    g = _gates({"dense12": True, "lidas12": True, "looped12": False, "looped13": False}, seeds=5)
+    g.loc[g["model"] == "lidas12-s4", ["testable_cand_acc", "testable_logprob"]] = False
+    g.loc[g["model"] == "dense12-s4", ["testable_cand_acc", "testable_logprob"]] = False
+    table = gates.claims(four, g).set_index("claim")
+    row = table.loc[SECONDARY]
+    assert row["verdict"] == "untestable here"  # 4 vs 4: 0.029, with two claims at p = 1
+    assert "no Holm-adjusted p below 0.086 over 3 drop claims" in row["decided_by"]
