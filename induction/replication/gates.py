@@ -377,6 +377,23 @@ def _timing_reasons(gates: pd.DataFrame, a: str, b: str) -> list[str]:
     return reasons
 
 
+def _m_test(ma: pd.Series, mb: pd.Series, seeds: str = "seeds") -> tuple[str, str]:
+    """The growth-timing question's test on ``m`` over seeds: "measured" with the exact
+    permutation p, or "untestable here" when the seeds allow no p below 0.05."""
+    from ablation.stats import seed_test
+
+    floor = min_perm_p(len(ma), len(mb))
+    if floor > ALPHA:
+        return "untestable here", (
+            f"{len(ma)} and {len(mb)} {seeds} allow no permutation p below {floor:.2g}"
+        )
+    t = seed_test(ma.tolist(), mb.tolist())
+    return "measured", (
+        f"difference {t.diff:+.1f} ancestors over {len(ma)} and {len(mb)} {seeds}, "
+        f"permutation p {t.p_perm:.2g} (smallest possible {floor:.2g})"
+    )
+
+
 def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> list[dict]:
     """The secondary verdict (docs/replication.md, "Amendment", fixed before seeds 1-4 were
     measured): each claim whose primary verdict a failing seed decides (a gate the primary
@@ -460,9 +477,8 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
     src = SOURCE["lineage"]
     for fam in grown:
         everyone = list(gates.loc[gates["family"] == fam, "model"])
-        if fam in growth_first or len(_passing(gates, fam, ["heads_before_growth"])) == len(
-            everyone
-        ):
+        all_before = len(_passing(gates, fam, ["heads_before_growth"])) == len(everyone)
+        if fam in growth_first or all_before:
             continue  # grown before heads by design, or no seed fails what the primary reads
         kept = _passing(gates, fam, [*base, "heads_before_growth"])
         fewest = float(models.loc[everyone, "src_min"].astype(float).min())
@@ -504,16 +520,8 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         mb = models.loc[kept_b, "src_ancestors"].astype(float)
         row["zoo"] = (f"m: {a} {ma.mean():.1f} ({len(ma)} seeds) vs {b} {mb.mean():.1f} "
                       f"({len(mb)} seeds)")  # fmt: skip
-        floor = min_perm_p(len(ma), len(mb))
-        if floor > ALPHA:
-            row |= {"verdict": "untestable here",
-                    "decided_by": f"{len(ma)} and {len(mb)} passing seeds allow no "
-                    f"permutation p below {floor:.2g}; {left}"}  # fmt: skip
-        else:
-            t = seed_test(ma.tolist(), mb.tolist())
-            row |= {"verdict": "measured",
-                    "decided_by": f"difference {t.diff:+.1f} ancestors, permutation p "
-                    f"{t.p_perm:.2g} (smallest possible {floor:.2g}); {left}"}  # fmt: skip
+        verdict, why = _m_test(ma, mb, seeds="passing seeds")
+        row |= {"verdict": verdict, "decided_by": f"{why}; {left}"}
     return rows
 
 
@@ -525,8 +533,6 @@ def _growth_timing(models: pd.DataFrame, gates: pd.DataFrame, grown: list[str]) 
     over seeds by the exact permutation test; untestable when a model has no induction head,
     a seed of the heads-first arm had no head before its first growth or one of the
     growth-first arm had one, or the seeds are too few."""
-    from ablation.stats import seed_test
-
     if "src_ancestors" not in models.columns:
         return []
     rows = []
@@ -537,20 +543,11 @@ def _growth_timing(models: pd.DataFrame, gates: pd.DataFrame, grown: list[str]) 
             f"m: {a} (heads before growth) {ma.mean():.1f} vs {b} (growth before heads) "
             f"{mb.mean():.1f}"
         )
-        floor = min_perm_p(len(ma), len(mb))
         reasons = _timing_reasons(gates, a, b)
         if reasons:
             verdict, why = "untestable here", "; ".join(reasons)
-        elif floor > ALPHA:
-            verdict = "untestable here"
-            why = f"{len(ma)} and {len(mb)} seeds allow no permutation p below {floor:.2g}"
         else:
-            t = seed_test(ma.tolist(), mb.tolist())
-            verdict = "measured"
-            why = (
-                f"difference {t.diff:+.1f} ancestors over {len(ma)} and {len(mb)} seeds, "
-                f"permutation p {t.p_perm:.2g} (smallest possible {floor:.2g})"
-            )
+            verdict, why = _m_test(ma, mb)
         rows.append({"claim": "lineage more concentrated when heads form before growth",
                      "source": "not claimed (no published test)", "zoo": zoo,
                      "verdict": verdict, "decided_by": why})  # fmt: skip
