@@ -42,7 +42,9 @@ BUILD_ORDER = ["grown8c", "dense8c", "grown8ce", "looped8c", "looped8cp"]
 assert sorted(BUILD_ORDER) == sorted(SECOND_ZOO)
 
 
-def build(family: str, seed: int, dest: Path = MODELS) -> str:
+def build(family: str, seed: int, dest: Path = MODELS, device: str = "cpu") -> str:
+    """Train (or resume, or skip) one model. ``device``: where a fresh fixed-protocol run
+    trains (a resumed run keeps the device its ``train_config.json`` recorded)."""
     out = dest / f"{family}-s{seed}"
     if (out / "card.json").exists():
         return f"{out.name}: present"
@@ -58,7 +60,8 @@ def build(family: str, seed: int, dest: Path = MODELS) -> str:
             shutil.rmtree(out, ignore_errors=True)  # nothing resumable: start afresh
             code = (
                 "from pathlib import Path; from induction.training.train import train, zoo_config; "
-                f"train(zoo_config({family!r}, {seed}), out=Path({str(out)!r}), progress=False)"
+                f"train(zoo_config({family!r}, {seed}, device={device!r}), "
+                f"out=Path({str(out)!r}), progress=False)"
             )
             done = f"{out.name}: trained"
         _run(code, dest.parent / f"build-{family}-s{seed}.log")
@@ -67,6 +70,8 @@ def build(family: str, seed: int, dest: Path = MODELS) -> str:
             shutil.rmtree(out / "checkpoints", ignore_errors=True)
             done += " (checkpoints dropped: only seed 0 ships them)"
         return done
+    if device != "cpu":
+        raise SystemExit(f"{family} is a first-zoo family; it trains on the CPU only")
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     code = (
@@ -100,6 +105,9 @@ def main() -> None:
                     help="zoo families (default: the second zoo, in the order seed 0 of each "
                     "first)")  # fmt: skip
     ap.add_argument("--dest", type=Path, default=MODELS, help="where the model folders go")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu (default; bit-identical reruns) or cuda: where fresh runs train "
+                    "(docs/zoo.md, 'Training on a GPU'); several --jobs share one GPU")  # fmt: skip
     args = ap.parse_args()
     args.dest.mkdir(parents=True, exist_ok=True)
     # seed-major: every family's seed 0 first, so a build cut short leaves whole seed sets
@@ -111,7 +119,7 @@ def main() -> None:
         if args.seeds is not None or s < SEEDS.get(f, 5)
     ]
     with ThreadPoolExecutor(args.jobs) as pool:
-        for line in pool.map(lambda fs: build(*fs, dest=args.dest), todo):
+        for line in pool.map(lambda fs: build(*fs, dest=args.dest, device=args.device), todo):
             print(line, flush=True)
     head = ("model", "steps", "formed/grown", "sec", "FLOPs", "vs dense", "d20", "d32", "d50")
     print("{:<12} {:>6} {:>12} {:>7} {:>9} {:>8} {:>6} {:>6} {:>6}".format(*head))

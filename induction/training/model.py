@@ -84,6 +84,7 @@ def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999
         ]
     )
     tokens = torch.tensor(np.concatenate([np.full((batch, 1), V.BOS_ID), r, r], axis=1))
+    tokens = tokens.to(next(model.parameters()).device)
     was_training, impl = model.training, model.config._attn_implementation
     model.eval()
     model.set_attn_implementation("eager")
@@ -94,4 +95,4 @@ def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999
         model.train(was_training)
     # the detector's own (query, key) pairs of the stripe, so there is one definition of it
     q, k, n_queries = PromptLayout(seq_len=distance, n_repeats=2).pairs("induction")
-    return torch.stack([a[:, :, q, k].sum(dim=2).mean(dim=0) / n_queries for a in attentions])
+    return torch.stack([a[:, :, q, k].sum(dim=2).mean(dim=0) / n_queries for a in attentions]).cpu()

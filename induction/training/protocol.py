@@ -131,6 +131,10 @@ class FixedTrainConfig:
     # steps, so a run stopped between log-spaced checkpoints loses at most this much work
     state_every: int = 250
     threads: int = 1
+    # where the updates run: "cpu" (bit-identical reruns and resumes) or a torch device such as
+    # "cuda"; the recipe is the same, only float rounding differs (docs/zoo.md, "Training on a
+    # GPU"). Initialisation and data are drawn on the CPU either way.
+    device: str = "cpu"
 
     @property
     def seq_len(self) -> int:
@@ -437,6 +441,37 @@ def validate(cfg: FixedTrainConfig) -> None:
         raise InputError(f"lr_schedule must be cosine or linear, not {cfg.lr_schedule!r}")
     if cfg.keep_train_state not in ("last", "all"):
         raise InputError("keep_train_state must be 'last' or 'all'")
+    _check_device(cfg.device)
+
+
+def _check_device(name: str) -> torch.device:
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise InputError(f"device {name!r} is not a torch device; use cpu or cuda") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"device {name!r}: this machine has no CUDA GPU; train with device cpu")
+    return device
+
+
+def _prepare_device(cfg: FixedTrainConfig) -> torch.device:
+    """The training device. On CUDA, deterministic kernels where torch has them (cuBLAS needs
+    its workspace fixed before first use), so a rerun on the same GPU model repeats itself as
+    far as torch allows; TF32 stays off, so matmuls keep the CPU recipe's float32 precision."""
+    device = _check_device(cfg.device)
+    if device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return device
+
+
+def device_label(device: torch.device) -> str:
+    """What the card records: ``cpu`` or the accelerator's name (``cuda: NVIDIA H200``)."""
+    if device.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(device)}"
+    return device.type
 
 
 # ----------------------------------------------------------------------------- accounting
@@ -467,6 +502,7 @@ def _initial_model(cfg: FixedTrainConfig):
 
 
 def _optimizer(cfg: FixedTrainConfig, model) -> torch.optim.Optimizer:
+    """AdamW over ``model``'s parameters; made after the model is on its training device."""
     return torch.optim.AdamW(
         model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
     )
@@ -503,6 +539,7 @@ def train_fixed(
         cfg = FixedTrainConfig.from_json(json.loads((Path(out) / TRAIN_CONFIG).read_text()))
     validate(cfg)
     torch.set_num_threads(cfg.threads)
+    device = _prepare_device(cfg)
     grow = growth_steps(cfg)
     ckpt_steps = set(checkpoint_steps(cfg))
 
@@ -513,13 +550,13 @@ def train_fixed(
         (Path(out) / TRAIN_LOG).write_text("")
         resume = False
         model, log, plan = _initial_model(cfg)
-        opt = _optimizer(cfg, model)
+        opt = _optimizer(cfg, model.to(device))
         st = _State()
     elif resume:
-        model, opt, log, plan, st = _resume(cfg, Path(out))
+        model, opt, log, plan, st = _resume(cfg, Path(out), device)
     else:
         model, log, plan = _initial_model(cfg)
-        opt = _optimizer(cfg, model)
+        opt = _optimizer(cfg, model.to(device))
         st = _State()
         if out is not None:
             out = Path(out)
@@ -569,7 +606,7 @@ def train_fixed(
                 group["lr"] = lr_at(cfg, step)
             batch = batch_at(cfg, step)
             st.data_sha256 = hashlib.sha256(st.data_sha256.encode() + batch.tobytes()).hexdigest()
-            tokens = torch.from_numpy(batch)
+            tokens = torch.from_numpy(batch).to(device)
             loss = model(tokens, labels=tokens).loss
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -652,6 +689,7 @@ def _final_card(cfg: FixedTrainConfig, model, st: _State, log) -> dict:
         "growth_steps": [e.step for e in log.events] if log is not None else [],
         "train_seconds": round(st.seconds, 1),
         "train_threads": cfg.threads,
+        "train_device": device_label(next(model.parameters()).device),
         "train_flops": st.flops,
         "dense_equivalent_flops": st.dense_flops,
         "flops_vs_dense": round(st.flops / st.dense_flops, 4),
@@ -681,7 +719,7 @@ def _folder_name(step: int, kind: str) -> str:
 def _save_model(model, folder: Path, card: dict, log, plan, dtype: torch.dtype) -> None:
     """A loadable model folder (weights in ``dtype``; loading upcasts to float32)."""
     to_save = untie_to_stored(model, plan) if plan is not None else copy.deepcopy(model)
-    to_save = to_save.to(dtype)
+    to_save = to_save.to(device="cpu", dtype=dtype)
     to_save.config.use_cache = True
     from transformers.utils import logging as hf_logging
 
@@ -796,10 +834,11 @@ def _checkpoint_step(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _resume(cfg: FixedTrainConfig, out: Path):
+def _resume(cfg: FixedTrainConfig, out: Path, device: torch.device):
     folder = _resume_point(out)
     try:
-        state = torch.load(folder / TRAIN_STATE, weights_only=True)
+        # a state saved on a GPU resumes anywhere: read to the CPU, moved to ``device`` below
+        state = torch.load(folder / TRAIN_STATE, weights_only=True, map_location="cpu")
     except Exception as e:  # truncated, damaged, or a pickle that weights_only refuses
         raise InputError(
             f"{folder / TRAIN_STATE} cannot be read ({one_line(e)}); the run cannot resume "
@@ -815,8 +854,8 @@ def _resume(cfg: FixedTrainConfig, out: Path):
     else:
         model = build_model(cfg, log.final_depth if log is not None else cfg.depth)
         model.load_state_dict(state["model"])
-    opt = _optimizer(cfg, model)
-    opt.load_state_dict(state["optimizer"])
+    opt = _optimizer(cfg, model.to(device))
+    opt.load_state_dict(state["optimizer"])  # moves the moments to their parameters' device
     torch.set_rng_state(state["torch_rng"])
     st = _State(**state["counters"])
     # forget what happened after the resume point: later checkpoints, log lines, temp folders

@@ -385,3 +385,44 @@ def test_the_training_monitor_reads_the_detectors_stripe():
     want = torch.stack([a[:, :, q, q - d + 1].mean(dim=(0, 2)) for a in attentions])
     assert got.shape == (2, cfg.n_heads)
     torch.testing.assert_close(got, want.detach())
+
+
+def test_fixed_training_device_is_checked_and_recorded(tmp_path):
+    from dataclasses import asdict
+
+    from induction.training.protocol import FixedTrainConfig, train_fixed
+
+    with pytest.raises(InputError, match="not a torch device"):
+        train_fixed(fixed("dense8", device="gpu7"), progress=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="no CUDA GPU"):
+            train_fixed(fixed("dense8", device="cuda"), progress=False)
+    _, card = train_fixed(fixed("dense8", steps=4), out=tmp_path / "d", progress=False)
+    assert card["train_device"] == "cpu" and card["config"]["device"] == "cpu"
+    # run folders written before the device field existed resume on the CPU
+    old = asdict(fixed("dense8"))
+    del old["device"]
+    assert FixedTrainConfig.from_json(old).device == "cpu"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_fixed_training_on_cuda_follows_the_cpu_run_and_resumes(tmp_path):
+    """Same initialisation and batches as on the CPU; only float rounding differs, so the
+    losses agree closely; a run interrupted on the GPU resumes there and loads on the CPU."""
+    from induction.training.protocol import train_fixed
+
+    cfg = fixed("lidas8", d_model=16, steps=30)
+    cfg.depth, cfg.initial_depth, cfg.grow_block = 4, 2, 2
+    train_fixed(cfg, out=tmp_path / "cpu", progress=False)
+    cfg.device = "cuda"
+    train_fixed(cfg, out=tmp_path / "gpu", progress=False, stop_at=25)
+    _, card = train_fixed(None, out=tmp_path / "gpu", progress=False, resume=True)
+    assert card["train_device"].startswith("cuda") and card["growth_steps"] == [10]
+    losses = [
+        [json.loads(r)["loss"] for r in (tmp_path / d / "train_log.jsonl").read_text().splitlines()]
+        for d in ("cpu", "gpu")
+    ]
+    assert len(losses[0]) == len(losses[1]) == 30
+    assert max(abs(a - b) for a, b in zip(*losses)) < 1e-3, losses
+    model = load_model(str(tmp_path / "gpu"), device="cpu")
+    assert model.info.n_layers == 4
