@@ -29,7 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from induction.training.protocol import PRESETS, TRAIN_CONFIG, latest_checkpoint  # noqa: E402
+from induction.errors import InputError  # noqa: E402
+from induction.training.protocol import (  # noqa: E402
+    PRESETS,
+    TRAIN_CONFIG,
+    check_device,
+    latest_checkpoint,
+)
 from induction.zoo.registry import SECOND_ZOO  # noqa: E402
 
 MODELS = ROOT / "induction" / "zoo" / "models"
@@ -43,9 +49,9 @@ BUILD_ORDER = ["grown8c", "dense8c", "grown8ce", "looped8c", "looped8cp"]
 assert sorted(BUILD_ORDER) == sorted(SECOND_ZOO)
 
 
-def build(family: str, seed: int, dest: Path = MODELS, device: str = "cpu") -> str:
-    """Train (or resume, or skip) one model. ``device``: where a fresh fixed-protocol run
-    trains (a resumed run keeps the device its ``train_config.json`` recorded)."""
+def build(family: str, seed: int, dest: Path = MODELS, device: str | None = None) -> str:
+    """Train (or resume, or skip) one model. ``device``: where it trains (default: a fresh
+    run on the CPU, a resumed one on the device its ``train_config.json`` recorded)."""
     out = dest / f"{family}-s{seed}"
     if (out / "card.json").exists():
         return f"{out.name}: present"
@@ -54,14 +60,15 @@ def build(family: str, seed: int, dest: Path = MODELS, device: str = "cpu") -> s
         if step is not None:
             code = (
                 "from pathlib import Path; from induction.training.protocol import train_fixed; "
-                f"train_fixed(None, out=Path({str(out)!r}), progress=False, resume=True)"
+                f"train_fixed(None, out=Path({str(out)!r}), progress=False, resume=True, "
+                f"device={device!r})"
             )
             done = f"{out.name}: resumed from step {step}"
         else:
             shutil.rmtree(out, ignore_errors=True)  # nothing resumable: start afresh
             code = (
                 "from pathlib import Path; from induction.training.train import train, zoo_config; "
-                f"train(zoo_config({family!r}, {seed}, device={device!r}), "
+                f"train(zoo_config({family!r}, {seed}, device={device or 'cpu'!r}), "
                 f"out=Path({str(out)!r}), progress=False)"
             )
             done = f"{out.name}: trained"
@@ -71,8 +78,6 @@ def build(family: str, seed: int, dest: Path = MODELS, device: str = "cpu") -> s
             shutil.rmtree(out / "checkpoints", ignore_errors=True)
             done += " (checkpoints dropped: only seed 0 ships them)"
         return done
-    if device != "cpu":
-        raise SystemExit(f"{family} is a first-zoo family; it trains on the CPU only")
     tmp = out.with_name(out.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     code = (
@@ -106,10 +111,19 @@ def main() -> None:
                     help="zoo families (default: the second zoo, in the order seed 0 of each "
                     "first)")  # fmt: skip
     ap.add_argument("--dest", type=Path, default=MODELS, help="where the model folders go")
-    ap.add_argument("--device", default="cpu",
-                    help="cpu (default; bit-identical reruns) or cuda: where fresh runs train "
-                    "(docs/zoo.md, 'Training on a GPU'); several --jobs share one GPU")  # fmt: skip
+    ap.add_argument("--device", default=None,
+                    help="cpu or cuda: where the models train (default: fresh runs on the CPU, "
+                    "bit-identical reruns; resumed runs where they began). Several --jobs share "
+                    "one GPU (docs/zoo.md, 'Training on a GPU')")  # fmt: skip
     args = ap.parse_args()
+    if args.device is not None:
+        first_zoo = [f for f in args.families if f not in PRESETS]
+        if first_zoo and args.device != "cpu":
+            ap.error(f"{', '.join(first_zoo)}: first-zoo families train on the CPU only")
+        try:
+            check_device(args.device)
+        except InputError as e:
+            ap.error(str(e))
     args.dest.mkdir(parents=True, exist_ok=True)
     # seed-major: every family's seed 0 first, so a build cut short leaves whole seed sets
     top = max(SEEDS.get(f, 5) for f in args.families)

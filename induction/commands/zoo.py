@@ -51,6 +51,12 @@ def train_command(
         help="fixed-protocol presets: continue the run in this folder from its latest complete "
         "checkpoint (same config; bit-identical to an uninterrupted run on CPU).",
     ),
+    device: str = typer.Option(
+        None,
+        "--device",
+        help="fixed-protocol presets: cpu (default) or cuda; the same recipe, not bit-identical "
+        "on a GPU. With --resume: continue there instead of where the run began.",
+    ),
 ) -> None:
     """Train one zoo model from scratch with a progress bar and write it as a checkpoint folder."""
     from induction.io import check_output_path
@@ -72,11 +78,18 @@ def train_command(
             raise InputError(
                 f"--resume continues {resume} with its own settings; drop {', '.join(given)}"
             )
-        return _resume(family, resume)
+        return _resume(family, resume, device)
     if family is None:
         raise InputError("name a zoo family (or --resume a run folder)")
     cfg = zoo_config(family, seed, threads=threads)
     fixed = getattr(cfg, "protocol", None) == "fixed"
+    if device is not None:
+        if not fixed:
+            raise InputError(f"--device applies to fixed-protocol presets; {family} trains on cpu")
+        from induction.training.protocol import check_device
+
+        check_device(device)
+        cfg.device = device
     if fixed:
         from induction.training.protocol import model_name
 
@@ -161,7 +174,7 @@ def _report(card: dict, out: Path) -> None:
     )
 
 
-def _resume(family: str | None, out: Path) -> None:
+def _resume(family: str | None, out: Path, device: str | None = None) -> None:
     from induction.io import claim_output, read_json
     from induction.training.protocol import TRAIN_CONFIG, train_fixed
 
@@ -175,7 +188,7 @@ def _resume(family: str | None, out: Path) -> None:
     if (out / "card.json").is_file():
         raise InputError(f"{out} has finished training; nothing to resume")
     with claim_output(out):  # one run per folder
-        _, card = train_fixed(None, out=out, resume=True)
+        _, card = train_fixed(None, out=out, resume=True, device=device)
     _report(card, out)
 
 

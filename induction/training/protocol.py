@@ -37,7 +37,7 @@ import os
 import re
 import shutil
 import time
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -131,9 +131,9 @@ class FixedTrainConfig:
     # steps, so a run stopped between log-spaced checkpoints loses at most this much work
     state_every: int = 250
     threads: int = 1
-    # where the updates run: "cpu" (bit-identical reruns and resumes) or a torch device such as
-    # "cuda"; the recipe is the same, only float rounding differs (docs/zoo.md, "Training on a
-    # GPU"). Initialisation and data are drawn on the CPU either way.
+    # where the updates run: "cpu" (bit-identical reruns and resumes) or "cuda" (the same
+    # recipe, float rounding differs and reruns are not bit-identical: docs/zoo.md, "Training
+    # on a GPU"). Initialisation and data are drawn on the CPU either way.
     device: str = "cpu"
 
     @property
@@ -441,29 +441,22 @@ def validate(cfg: FixedTrainConfig) -> None:
         raise InputError(f"lr_schedule must be cosine or linear, not {cfg.lr_schedule!r}")
     if cfg.keep_train_state not in ("last", "all"):
         raise InputError("keep_train_state must be 'last' or 'all'")
-    _check_device(cfg.device)
+    check_device(cfg.device)
 
 
-def _check_device(name: str) -> torch.device:
+def check_device(name: str) -> torch.device:
+    """``name`` as a torch device this machine has, or a one-line :class:`InputError`."""
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):
         raise InputError(f"device {name!r} is not a torch device; use cpu or cuda") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise InputError(f"device {name!r}: this machine has no CUDA GPU; train with device cpu")
-    return device
-
-
-def _prepare_device(cfg: FixedTrainConfig) -> torch.device:
-    """The training device. On CUDA, deterministic kernels where torch has them (cuBLAS needs
-    its workspace fixed before first use), so a rerun on the same GPU model repeats itself as
-    far as torch allows; TF32 stays off, so matmuls keep the CPU recipe's float32 precision."""
-    device = _check_device(cfg.device)
-    if device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        raise InputError(
+            f"device {name!r}: this machine has no CUDA GPU; train with device cpu (a run "
+            "begun on a GPU resumes here with --device cpu)"
+        )
+    if device.type not in ("cpu", "cuda"):
+        raise InputError(f"device {name!r}: the zoo trains on cpu or cuda")
     return device
 
 
@@ -518,6 +511,7 @@ class _State:
     data_sha256: str = ""  # hash chain over every batch trained on
     history: list = field(default_factory=list)
     checkpoints: list = field(default_factory=list)
+    devices: list = field(default_factory=list)  # device_label of each device trained on
 
 
 def train_fixed(
@@ -526,20 +520,25 @@ def train_fixed(
     progress: bool = True,
     resume: bool = False,
     stop_at: int | None = None,
+    device: str | None = None,
 ) -> tuple[object, dict]:
     """Train one fixed-protocol model; returns ``(model, card)`` (the tied model for looped
     families). With ``out``, writes checkpoints under ``out/checkpoints`` as it goes, a per-step
     log ``out/train_log.jsonl`` and, at the end, the model folder itself (``card.json`` last).
     ``resume``: continue from the latest checkpoint in ``out`` that holds a training state (the
     config is read from ``out/train_config.json``). ``stop_at``: return after that many steps
-    without writing the final model (for tests of resuming)."""
+    without writing the final model (for tests of resuming). ``device``: train there instead of
+    at ``cfg.device`` (a resumed run otherwise keeps the device it recorded); the card's
+    ``train_device`` names every device the run used, in order."""
     if resume:
         if out is None:
             raise InputError("resuming needs the run folder")
         cfg = FixedTrainConfig.from_json(json.loads((Path(out) / TRAIN_CONFIG).read_text()))
+    if device is not None:
+        cfg = replace(cfg, device=device)
     validate(cfg)
     torch.set_num_threads(cfg.threads)
-    device = _prepare_device(cfg)
+    device = check_device(cfg.device)
     grow = growth_steps(cfg)
     ckpt_steps = set(checkpoint_steps(cfg))
 
@@ -566,9 +565,14 @@ def train_fixed(
             (out / TRAIN_CONFIG).write_text(json.dumps(asdict(cfg), indent=1) + "\n")
             (out / TRAIN_LOG).write_text("")
     resumed_at = st.step if resume else None
+    if not st.devices or st.devices[-1] != device_label(device):
+        st.devices.append(device_label(device))
     logfile = open(Path(out) / TRAIN_LOG, "a") if out is not None else None
     bar = _progress(progress, cfg, st.step)
     start = time.time()
+    # no TF32 on a GPU: the CPU recipe's float32 matmuls; the caller's setting comes back after
+    matmul_precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
     try:
         while st.step < cfg.steps:
             step = st.step
@@ -643,6 +647,7 @@ def train_fixed(
                 logfile.write(json.dumps(row) + "\n")
                 logfile.flush()
     finally:
+        torch.set_float32_matmul_precision(matmul_precision)
         if logfile is not None:
             logfile.close()
     st.seconds += time.time() - start
@@ -689,7 +694,7 @@ def _final_card(cfg: FixedTrainConfig, model, st: _State, log) -> dict:
         "growth_steps": [e.step for e in log.events] if log is not None else [],
         "train_seconds": round(st.seconds, 1),
         "train_threads": cfg.threads,
-        "train_device": device_label(next(model.parameters()).device),
+        "train_device": " then ".join(st.devices),
         "train_flops": st.flops,
         "dense_equivalent_flops": st.dense_flops,
         "flops_vs_dense": round(st.flops / st.dense_flops, 4),

@@ -387,28 +387,70 @@ def test_the_training_monitor_reads_the_detectors_stripe():
     torch.testing.assert_close(got, want.detach())
 
 
-def test_fixed_training_device_is_checked_and_recorded(tmp_path):
+def test_fixed_training_device_is_checked_and_recorded(tmp_path, monkeypatch, capsys):
     from dataclasses import asdict
 
     from induction.training.protocol import FixedTrainConfig, train_fixed
 
     with pytest.raises(InputError, match="not a torch device"):
         train_fixed(fixed("dense8", device="gpu7"), progress=False)
-    if not torch.cuda.is_available():
-        with pytest.raises(InputError, match="no CUDA GPU"):
-            train_fixed(fixed("dense8", device="cuda"), progress=False)
+    with pytest.raises(InputError, match="trains on cpu or cuda"):
+        train_fixed(fixed("dense8", device="meta"), progress=False)
     _, card = train_fixed(fixed("dense8", steps=4), out=tmp_path / "d", progress=False)
     assert card["train_device"] == "cpu" and card["config"]["device"] == "cpu"
     # run folders written before the device field existed resume on the CPU
     old = asdict(fixed("dense8"))
     del old["device"]
     assert FixedTrainConfig.from_json(old).device == "cpu"
+    if torch.cuda.is_available():
+        return
+    # a run begun on a GPU, cut off, resumes here only when told to
+    with pytest.raises(InputError, match="no CUDA GPU"):
+        train_fixed(fixed("dense8", device="cuda"), progress=False)
+    run = tmp_path / "gpu-run"
+    train_fixed(fixed("dense8", steps=12), out=run, progress=False, stop_at=11)
+    config = json.loads((run / "train_config.json").read_text())
+    (run / "train_config.json").write_text(json.dumps(config | {"device": "cuda"}))
+    with pytest.raises(InputError, match="--device cpu"):
+        train_fixed(None, out=run, progress=False, resume=True)
+    _, card = train_fixed(None, out=run, progress=False, resume=True, device="cpu")
+    assert card["steps"] == 12 and card["train_device"] == "cpu"
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["zoo", "train", "dense", "--device", "cpu", "--out", str(tmp_path / "x")]
+    )
+    assert result.exit_code == 2 and "fixed-protocol presets" in result.output
+    result = runner.invoke(
+        app, ["zoo", "train", "dense8", "--device", "cuda", "--out", str(tmp_path / "y")]
+    )
+    assert result.exit_code == 2 and "no CUDA GPU" in result.output
+    assert not (tmp_path / "y").exists()
+    build_zoo = _build_zoo_module()
+    for argv, message in ((["--device", "gpu7"], "not a torch device"),
+                          (["--device", "cuda", "--families", "dense8"], "no CUDA GPU"),
+                          (["--device", "cuda", "--families", "dense"], "first-zoo")):  # fmt: skip
+        monkeypatch.setattr("sys.argv", ["build_zoo.py", "--dest", str(tmp_path / "z"), *argv])
+        with pytest.raises(SystemExit) as stop:
+            build_zoo.main()
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "z").exists()
+
+
+def _build_zoo_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "build_zoo.py"
+    spec = importlib.util.spec_from_file_location("build_zoo", path)
+    build_zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_zoo)
+    return build_zoo
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_fixed_training_on_cuda_follows_the_cpu_run_and_resumes(tmp_path):
     """Same initialisation and batches as on the CPU; only float rounding differs, so the
-    losses agree closely; a run interrupted on the GPU resumes there and loads on the CPU."""
+    losses agree closely; a run cut off on the GPU resumes on the CPU and loads there."""
     from induction.training.protocol import train_fixed
 
     cfg = fixed("lidas8", d_model=16, steps=30)
@@ -416,8 +458,9 @@ def test_fixed_training_on_cuda_follows_the_cpu_run_and_resumes(tmp_path):
     train_fixed(cfg, out=tmp_path / "cpu", progress=False)
     cfg.device = "cuda"
     train_fixed(cfg, out=tmp_path / "gpu", progress=False, stop_at=25)
-    _, card = train_fixed(None, out=tmp_path / "gpu", progress=False, resume=True)
-    assert card["train_device"].startswith("cuda") and card["growth_steps"] == [10]
+    _, card = train_fixed(None, out=tmp_path / "gpu", progress=False, resume=True, device="cpu")
+    assert card["train_device"].startswith("cuda") and card["train_device"].endswith(" then cpu")
+    assert card["growth_steps"] == [10]
     losses = [
         [json.loads(r)["loss"] for r in (tmp_path / d / "train_log.jsonl").read_text().splitlines()]
         for d in ("cpu", "gpu")
