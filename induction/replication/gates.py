@@ -230,7 +230,7 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
             verdict = "agree" if agree else "disagree"
             why = f"all gates pass on {label}; difference {diff:+.3f}, Holm p {p:.2g}"
         rows.append({"claim": claim, "source": source, "zoo": zoo, "verdict": verdict,
-                     "decided_by": why})  # fmt: skip
+                     "decided_by": why, "families": [a, b]})  # fmt: skip
 
     dense = (by_src.get("dense") or [None])[0]
     for lidas in by_src.get("lidas", []):
@@ -281,7 +281,8 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
             )
         rows.append({"claim": f"{src['heads']} of the {src['top']} strongest heads from "
                      f"{src['ancestors']} ancestors ({lidas})", "source": "m = 2 (3B LIDAS)",
-                     "zoo": zoo, "verdict": verdict, "decided_by": why})  # fmt: skip
+                     "zoo": zoo, "verdict": verdict, "decided_by": why,
+                     "families": [lidas]})  # fmt: skip
     rows += _growth_timing(rep.models, gates, by_src.get("lidas", []))
     secondary = secondary_claims(rep, gates, by_src)
     if rule_tvd is not None and "tvd_clean" in fams:
@@ -299,14 +300,30 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
             verdict, why = "measured", "order " + " < ".join(order)
         rows.append({"claim": "RegBench TVD: LIDAS < looped < dense", "source":
                      "0.119 < 0.125 < 0.137", "zoo": zoo, "verdict": verdict,
-                     "decided_by": why})  # fmt: skip
+                     "decided_by": why, "families": list(fams.index)})  # fmt: skip
     if "flops_vs_dense" in fams:
         for lidas in by_src.get("lidas", []):
             saving = 1 - float(fams.loc[lidas, "flops_vs_dense"])
             rows.append({"claim": f"LIDAS saves training FLOPs ({lidas})", "source": "26%",
                          "zoo": f"{saving:.0%}", "verdict": "by design",
-                         "decided_by": "set by the growth schedule, not measured"})  # fmt: skip
-    return pd.DataFrame(rows + secondary)
+                         "decided_by": "set by the growth schedule, not measured",
+                         "families": []})  # fmt: skip
+    return pd.DataFrame(_mark_pending(rows + secondary, getattr(rep, "pending", [])))
+
+
+def _mark_pending(rows: list[dict], pending: list[str]) -> list[dict]:
+    """A claim that reads a family with a model not measured yet says "pending" instead of a
+    verdict read from the seeds measured so far (the order of measuring is no sample); its
+    ``zoo`` figure still describes those. Drops each row's ``families`` tag."""
+    waiting: dict[str, list[str]] = {}
+    for name in pending:
+        waiting.setdefault(name.rsplit("-s", 1)[0], []).append(name)
+    for row in rows:
+        missing = [m for f in row.pop("families", []) for m in waiting.get(f, [])]
+        if missing:
+            row["verdict"] = "pending"
+            row["decided_by"] = f"not measured yet: {', '.join(missing)}"
+    return rows
 
 
 SECONDARY = "on the seeds that pass"
@@ -432,7 +449,7 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         what = f"LIDAS ({fam})" if src == "lidas" else f"looped ({fam})"
         source = "0.18 vs 0.08 mean F1" if src == "lidas" else "0.28 vs 0.08 mean F1"
         row = {"claim": f"top-20% ablation costs {what} more than dense, {SECONDARY}",
-               "source": source}  # fmt: skip
+               "source": source, "families": pair}  # fmt: skip
         n_a, n_b = len(kept[dense]), len(kept[fam])
         rows.append(row)
         if not n_a or not n_b:
@@ -484,7 +501,7 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         fewest = float(models.loc[everyone, "src_min"].astype(float).min())
         row = {"claim": f"{src['heads']} of the {src['top']} strongest heads from "
                f"{src['ancestors']} ancestors ({fam}), {SECONDARY}",
-               "source": "m = 2 (3B LIDAS)"}  # fmt: skip
+               "source": "m = 2 (3B LIDAS)", "families": [fam]}  # fmt: skip
         left = _left_out(gates, [fam], kept)
         if not kept:
             row |= {"zoo": "0 seeds pass", "verdict": "untestable here",
@@ -509,7 +526,7 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         kept_b = [m for m in _passing(gates, b, base) if _is(late[m], False)]
         left = _left_out(gates, [a, b], kept_a + kept_b)
         row = {"claim": f"lineage more concentrated when heads form before growth, {SECONDARY}",
-               "source": "not claimed (no published test)"}  # fmt: skip
+               "source": "not claimed (no published test)", "families": [a, b]}  # fmt: skip
         rows.append(row)
         if not kept_a or not kept_b:
             row |= {"zoo": f"{len(kept_a)} and {len(kept_b)} seeds pass",
@@ -550,7 +567,7 @@ def _growth_timing(models: pd.DataFrame, gates: pd.DataFrame, grown: list[str]) 
             verdict, why = _m_test(ma, mb)
         rows.append({"claim": "lineage more concentrated when heads form before growth",
                      "source": "not claimed (no published test)", "zoo": zoo,
-                     "verdict": verdict, "decided_by": why})  # fmt: skip
+                     "verdict": verdict, "decided_by": why, "families": [a, b]})  # fmt: skip
     return rows
 
 

@@ -30,6 +30,9 @@ class Replication:
     record: bool = False  # read as stored, whatever code measured it (``--record``)
     gates: pd.DataFrame = field(default_factory=pd.DataFrame)  # per model (.gates)
     claims: pd.DataFrame = field(default_factory=pd.DataFrame)  # per source claim (.gates)
+    # models found but not measured yet (``stored_only``): every claim that reads one of
+    # their families says "pending" rather than a verdict from the seeds measured so far
+    pending: list[str] = field(default_factory=list)
 
     def add_gates(self, probe: bool = True) -> Replication:
         """Compute the gate table and the gated verdict per source claim (:mod:`.gates`)."""
@@ -135,6 +138,7 @@ def replicate(
         raise InputError(f"models named twice: {', '.join(twice)}; pass each model once")
     code = code_hash()  # the code this run measures with (checked again before each store)
     measured: dict[str, Measured] = {}
+    pending: list[str] = []
 
     def report(ref: ModelRef, m: Measured) -> None:
         measured[ref.name] = m
@@ -159,7 +163,9 @@ def replicate(
                 hit = measure_model(ref, settings, store, code=code, stored_only=True)
             if hit is not None:
                 report(ref, hit)
-            elif log:
+                continue
+            pending.append(ref.name)
+            if log:
                 missing = "no stored measurement" if record else "not measured"
                 log(f"{ref.name}: {missing} with these settings yet ({flag})")
         refs = [ref for ref in refs if ref.name in measured]
@@ -194,4 +200,5 @@ def replicate(
         sentences={ref.name: m.sentence for ref, m in zip(refs, ordered, strict=True)},
         seconds=sum(m.seconds for m in ordered),
         record=record,
+        pending=pending,
     )

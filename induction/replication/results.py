@@ -40,6 +40,7 @@ def payload(rep: Replication) -> dict:
             "record": rep.record,
             "gates": rep.gates.to_dict(orient="records"),
             "claims": rep.claims.to_dict(orient="records"),
+            "pending": rep.pending,
             "markdown": rep.markdown(),
         }
     )
@@ -103,6 +104,7 @@ def load_results(out_dir: str | Path = DEFAULT_OUT) -> Replication | None:
         record=bool(data.get("record", False)),
         gates=pd.DataFrame(data.get("gates") or []),
         claims=pd.DataFrame(data.get("claims") or []),
+        pending=list(data.get("pending") or []),
     )
 
 
@@ -189,7 +191,20 @@ def _gated(rep: Replication) -> list[str]:
         "both families passes the model gates and a readout's gates, on the first of "
         "cand_acc, logprob that passes, and only when the seeds allow p < 0.05):",
         "",
+        *_pending_note(rep),
         claims_markdown(rep.claims),
+        "",
+    ]
+
+
+def _pending_note(rep: Replication) -> list[str]:
+    if not rep.pending:
+        return []
+    return [
+        f"**Interim: {len(rep.pending)} models are not measured yet** "
+        f"({', '.join(rep.pending)}), so every claim that reads their families says "
+        "*pending*: a verdict comes from all seeds of a family, never from those measured "
+        "first. The figures beside it describe the seeds measured so far.",
         "",
     ]
 
@@ -221,6 +236,7 @@ def summary_block(
                     "Verdict per claim, from the validity gates "
                     f"([{results_link.split('#')[0]}]({results_link}) has the gate table):",
                     "",
+                    *_pending_note(rep),
                     claims_markdown(rep.claims),
                     "",
                 ]

@@ -433,6 +433,7 @@ def test_stored_only_summarises_what_is_stored(rep_mod, tmp_path):
     assert list(interim.models["model"]) == ["dense8-s0"]
     pd.testing.assert_frame_equal(interim.models, first.models)
     assert any("lidas8-s0: not measured with these settings yet" in line for line in lines)
+    assert interim.pending == ["lidas8-s0"] and first.pending == []
     assert len(list(tmp_path.iterdir())) == 1  # nothing new measured or stored
 
 

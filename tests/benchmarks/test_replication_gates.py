@@ -89,6 +89,23 @@ def test_claims_read_only_gated_comparisons(gates_mod):
     assert "5 of 10 fail induction heads" in failed["decided_by"]
 
 
+def test_a_family_with_unmeasured_seeds_reads_pending(gates_mod):
+    """An interim report (models found, not all measured): every claim reading a family with a
+    model not measured yet says "pending" and names it, whatever the seeds measured so far
+    would give; the figure beside it still describes them; claims of other families stand."""
+    gates, _ = gates_mod
+    rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01)
+    rep.pending = ["lidas12-s5", "lidas12-s6"]
+    table = gates.claims(rep, _gates({"dense12": True, "lidas12": True})).set_index("claim")
+    drop = table.loc["top-20% ablation costs LIDAS (lidas12) more than dense"]
+    assert drop["verdict"] == "pending" and drop["zoo"].startswith("cand_acc:")
+    assert drop["decided_by"] == "not measured yet: lidas12-s5, lidas12-s6"
+    assert (table["verdict"] == "pending").all() and "families" not in table.columns
+    rep.pending = ["looped12-s0"]  # a family no claim here reads
+    table = gates.claims(rep, _gates({"dense12": True, "lidas12": True}))
+    assert "pending" not in set(table["verdict"])
+
+
 def test_verdict_readout_falls_back_to_logprob(gates_mod):
     """cand_acc saturated (its gate fails) but the log-probability's passes: the verdict is
     read on the log-probability and says so; with neither, untestable, naming both gates."""
