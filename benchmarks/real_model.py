@@ -6,7 +6,7 @@ ablate`` runs it.
 
     python benchmarks/real_model.py [--model smollm2] [--fracs 0.05 0.1 0.2] [--controls 20]
         [--n-items 20] [--suites words paper19:var_math_depth0,...]
-        [--out-dir benchmarks/results/smollm2] [--readme docs/results.md]
+        [--out-dir benchmarks/results/smollm2] [--readme README.md] [--details docs/results.md]
 
 Each (suite, fraction) report is written as it lands (``<out-dir>/<suite>-frac<f>.json``,
 the ablation report with its meta) and reused while its key holds (every file of the model,
@@ -14,8 +14,14 @@ the settings, the head ranking, the evaluated items' content and the ablation co
 tree: :func:`run_key`), so the run can span sessions;
 the ablation's resume cache also keeps finished (task, head set) results. Heads are ranked
 once (the scan ``induction ablate`` runs) and every fraction takes the top of that ranking.
-Prints a per-task table: clean score, then per fraction the drop with the top heads ablated
-and the random sets' drop (mean ± sd, permutation p).
+Every run also reads the teacher-forced readouts beside F1/EM (``logprob`` of the gold
+answer, ``cand_acc`` over the task's answer candidates; ``ablation.readout``) and compares
+the top heads with uniform and layer-shaped random sets (``--controls`` of each), with the
+validity gates and the verdict line ``induction ablate`` prints (``ablation.gates``).
+Prints, per suite and fraction, the means of each readout: the clean score, the drop with
+the top heads ablated and the random sets' drops (mean ± sd, permutation p); ``--readme``
+writes that table into a file's real-model block, ``--details`` the per-task tables of every
+readout into another file's block.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 SUITES = ("words", "paper19:var_math_depth0,var_math_depth1,var_code_depth0,var_code_depth1")
 START = "<!-- real-model:start -->"
 END = "<!-- real-model:end -->"
+DETAILS_START = "<!-- real-model-tasks:start -->"
+DETAILS_END = "<!-- real-model-tasks:end -->"
+#: Readouts tabled, in this order: the task's own metric (F1/EM, the source's), then the
+#: teacher-forced ones (ablation.readout; the verdict reads the first whose gates pass).
+READOUTS = ("metric", "cand_acc", "logprob")
 
 
 @dataclass(frozen=True)
@@ -119,10 +130,12 @@ def run_key(loaded, cfg, scores: pd.DataFrame, code: str) -> str:
 #: Numeric columns of a report (JSON turns NaN into null; read back they are floats again).
 NUMERIC = ("n", "seeds", "clean", "ablated", "drop", "drop_se", "drop_ci_lo", "drop_ci_hi")
 NUMERIC += ("seed_std", "ctrl_mean", "ctrl_std", "z", "p_ctrl")
+NUMERIC += ("shaped_mean", "shaped_std", "p_shaped")
 
 
-def stored_report(path: Path, key: str) -> pd.DataFrame | None:
-    """The report written at ``path`` under ``key`` (numeric columns as floats), else None."""
+def stored_report(path: Path, key: str) -> tuple[pd.DataFrame, dict] | None:
+    """The report written at ``path`` under ``key`` (numeric columns as floats) and its meta,
+    else None."""
     import json
 
     try:
@@ -133,14 +146,23 @@ def stored_report(path: Path, key: str) -> pd.DataFrame | None:
         for col in NUMERIC:
             if col in report:
                 report[col] = pd.to_numeric(report[col], errors="coerce").astype(float)
-        return report
+        return report, data["meta"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def measure(args, log=print):
-    """Every (suite, fraction) report, stacked with ``suite`` and ``frac`` columns, and the
-    model's :class:`~induction.loading.ModelInfo`."""
+@dataclass(frozen=True)
+class Measured:
+    """Every (suite, fraction) report stacked (``suite`` and ``frac`` columns), each run's
+    gate lines and verdict (as ``induction ablate`` prints them), and the model's info."""
+
+    reports: pd.DataFrame
+    verdicts: dict[tuple[str, float], tuple[list[str], str]]
+    info: object  # induction.loading.ModelInfo
+
+
+def measure(args, log=print) -> Measured:
+    """Every (suite, fraction) report, measured or reused while its key holds."""
     from ablation import ablate
     from ablation.run import compute_scores
     from induction import load_model
@@ -152,55 +174,130 @@ def measure(args, log=print):
     code = code_hash(("ablation", "induction.prompts", "induction.zoo.corpus"))
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    frames = []
+    frames, verdicts = [], {}
     for suite, tasks in parse_suites(args.suites):
         for frac in args.fracs:
             run = Run(suite, tasks, frac)
             cfg = config_for(run, args)
             key = run_key(loaded, cfg, scores, code)
             path = out / f"{run.name}.json"
-            report = stored_report(path, key)
-            if report is None:
+            stored = stored_report(path, key)
+            if stored is None:
                 result = ablate(loaded, cfg, scores=scores, progress=args.progress, log=log)
-                result.meta["key"] = key
+                result.meta |= {
+                    "key": key,
+                    "gate_lines": result.gate_lines(),
+                    "verdict": result.verdict(),
+                }
                 result.save(path)
-                report = stored_report(path, key)  # as a rerun will read it
-                drop = result.mean_drop
-                said = "" if drop is None else f"mean drop {drop:+.3f}; "
-                log(f"{run.name}: {said}wrote {path}")
+                stored = stored_report(path, key)  # as a rerun will read it
+                log(f"{run.name}: {result.verdict()}; wrote {path}")
             else:
                 log(f"{run.name}: reused {path} (same model, settings, ranking and code)")
+            report, meta = stored
             frames.append(report.assign(suite=suite, frac=frac))
-    return pd.concat(frames, ignore_index=True), loaded.info
+            verdicts[(suite, frac)] = (meta.get("gate_lines", []), meta.get("verdict", ""))
+    return Measured(pd.concat(frames, ignore_index=True), verdicts, loaded.info)
 
 
-def _cell(row) -> str:
-    """``drop (random mean ± sd, p)``; what is undefined (no or one control) is left out."""
+def _known(v) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
 
-    def known(v) -> bool:
-        return v is not None and not (isinstance(v, float) and math.isnan(v))
 
-    text = f"{row['drop']:+.2f}" if known(row["drop"]) else "n/a"
-    if not known(row["ctrl_mean"]):
+def _cell(row, fmt: str = "+.2f") -> str:
+    """``drop (uniform random mean ± sd, p; layer-shaped mean ± sd, p)``; what is undefined
+    (no or one control, no shaped controls) is left out."""
+
+    def spread(mean, std, p) -> str:
+        text = f"{row[mean]:{fmt}}"
+        if _known(row.get(std)):
+            text += f" ± {row[std]:{fmt.lstrip('+')}}"
+        if _known(row.get(p)):
+            text += f", p {row[p]:.2f}"
         return text
-    spread = f" ± {row['ctrl_std']:.2f}" if known(row["ctrl_std"]) else ""
-    p = f", p {row['p_ctrl']:.2f}" if known(row["p_ctrl"]) else ""
-    return f"{text} ({row['ctrl_mean']:+.2f}{spread}{p})"
+
+    text = f"{row['drop']:{fmt}}" if _known(row["drop"]) else "n/a"
+    parts = [spread("ctrl_mean", "ctrl_std", "p_ctrl")] if _known(row.get("ctrl_mean")) else []
+    if _known(row.get("shaped_mean")):
+        parts.append("shaped " + spread("shaped_mean", "shaped_std", "p_shaped"))
+    return f"{text} ({'; '.join(parts)})" if parts else text
 
 
-def table(reports: pd.DataFrame) -> str:
-    """Markdown: one row per task (and each suite's MEAN), clean, then one column per frac."""
+def _readout_of(task: str) -> tuple[str, str]:
+    """Report row name -> (task, readout): ``antonyms:cand_acc`` -> ("antonyms", "cand_acc"),
+    ``MEAN[logprob]`` -> ("MEAN", "logprob"), ``antonyms`` -> ("antonyms", "metric")."""
+    if task.startswith("MEAN[") and task.endswith("]"):
+        return "MEAN", task[5:-1]
+    name, _, readout = task.rpartition(":")
+    if name and readout in READOUTS and not task.startswith("MEAN:"):
+        return name, readout
+    return task, "metric"
+
+
+def _split(reports: pd.DataFrame) -> pd.DataFrame:
+    """``reports`` with ``base`` (the task) and ``readout`` columns; group means dropped."""
+    rows = reports[~reports["task"].str.startswith("MEAN:")].copy()
+    parsed = [_readout_of(t) for t in rows["task"]]
+    rows["base"] = [b for b, _ in parsed]
+    rows["readout"] = [r for _, r in parsed]
+    return rows
+
+
+def _fmt(readout: str) -> str:
+    return "+.1f" if readout == "logprob" else "+.2f"
+
+
+def table(reports: pd.DataFrame, readout: str = "metric") -> str:
+    """Markdown, one readout: one row per task (and each suite's MEAN), the clean score, then
+    one column per fraction."""
     fracs = sorted(reports["frac"].unique())
-    rows = reports[~reports["task"].str.startswith("MEAN:")]
-    head = ["suite", "task", "metric", "clean"] + [f"top {f:.0%}: drop (random)" for f in fracs]
+    rows = _split(reports)
+    rows = rows[rows["readout"] == readout]
+    head = ["suite", "task", "metric", "clean"]
+    head += [f"top {f:.0%}: drop (uniform random; layer-shaped random)" for f in fracs]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for (suite, task), g in rows.groupby(["suite", "task"], sort=False):
+    fmt = _fmt(readout)
+    for (suite, task), g in rows.groupby(["suite", "base"], sort=False):
         by_frac = {float(r["frac"]): r for _, r in g.iterrows()}
         first = g.iloc[0]
         name = f"**{task}**" if task == "MEAN" else task
-        cells = [suite, name, str(first["metric"]), f"{first['clean']:.2f}"]
-        cells += [_cell(by_frac[f]) if f in by_frac else "" for f in fracs]
+        cells = [suite, name, str(first["metric"]), f"{first['clean']:{fmt.lstrip('+')}}"]
+        cells += [_cell(by_frac[f], fmt) if f in by_frac else "" for f in fracs]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def means_table(reports: pd.DataFrame) -> str:
+    """Markdown: per suite and readout, its mean over tasks: clean, then per fraction the drop
+    against both kinds of random sets."""
+    fracs = sorted(reports["frac"].unique())
+    rows = _split(reports)
+    rows = rows[rows["base"] == "MEAN"]
+    head = ["suite", "readout", "clean"]
+    head += [f"top {f:.0%}: drop (uniform random; layer-shaped random)" for f in fracs]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    order = {r: i for i, r in enumerate(READOUTS)}
+    rows = rows.assign(_order=rows["readout"].map(order)).sort_values(["_order"], kind="stable")
+    for suite in dict.fromkeys(reports["suite"]):
+        for readout, g in rows[rows["suite"] == suite].groupby("readout", sort=False):
+            by_frac = {float(r["frac"]): r for _, r in g.iterrows()}
+            first = g.iloc[0]
+            fmt = _fmt(readout)
+            name = str(first["metric"]) if readout == "metric" else readout
+            cells = [suite, name, f"{first['clean']:{fmt.lstrip('+')}}"]
+            cells += [_cell(by_frac[f], fmt) if f in by_frac else "" for f in fracs]
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def verdict_lines(measured: Measured, gates: bool = False) -> str:
+    """One line per (suite, fraction): the verdict ``induction ablate`` prints; with
+    ``gates``, each gate's line under it."""
+    lines = []
+    for (suite, frac), (gate_lines, verdict) in measured.verdicts.items():
+        lines.append(f"- {suite}, top {frac:.0%}: {verdict or 'not recorded'}")
+        if gates:
+            lines += [f"  - {g.removeprefix('gate ')}" for g in gate_lines]
     return "\n".join(lines)
 
 
@@ -215,13 +312,18 @@ def main(argv=None) -> int:
         "four primitives)",
     )
     ap.add_argument("--fracs", type=float, nargs="+", default=[0.05, 0.1, 0.2])
-    ap.add_argument("--controls", type=int, default=20)
+    ap.add_argument(
+        "--controls", type=int, default=20, help="uniform and layer-shaped random sets, each"
+    )
     ap.add_argument("--n-items", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     ap.add_argument("--out-dir", default=str(ROOT / "benchmarks" / "results" / "smollm2"))
     ap.add_argument("--readme", default=None, help="rewrite this file's real-model block")
+    ap.add_argument(
+        "--details", default=None, help="rewrite this file's real-model-tasks block (per task)"
+    )
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args(argv)
     if args.threads:
@@ -233,16 +335,20 @@ def main(argv=None) -> int:
 
     quiet_libraries()
     try:
-        if args.readme:  # refused before the hour of measuring, not after
-            from induction.replication.results import check_block
+        from induction.replication.results import check_block
 
+        # refused before the hours of measuring, not after
+        if args.readme:
             check_block(args.readme, START, END)
-        reports, info = measure(args, log=lambda s: print(s, file=sys.stderr))
+        if args.details:
+            check_block(args.details, DETAILS_START, DETAILS_END)
+        measured = measure(args, log=lambda s: print(s, file=sys.stderr))
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     from induction.io import write_table
 
+    reports, info = measured.reports, measured.info
     write_table(reports, Path(args.out_dir) / "real_model.csv")
     command = "python benchmarks/real_model.py " + shlex.join(
         sys.argv[1:] if argv is None else list(argv)
@@ -251,19 +357,49 @@ def main(argv=None) -> int:
 
     n_heads = info.n_layers * info.n_heads
     sizes = ", ".join(f"{f:.0%} = {n_selected(f, n_heads)}" for f in args.fracs)
-    text = (
+    setting = (
         f"Generated by `{command}` ({info.name}, {n_heads} heads; heads ablated: {sizes}; "
-        f"{args.controls} random sets of the same size per fraction; {args.n_items} items per "
-        "task, fewer where a word list is shorter; zero ablation). Per task: the clean score, "
-        "then per fraction the drop with the top heads by induction score ablated and, in "
-        "brackets, the random sets' drop (mean ± sd) and the permutation p of the top heads' "
-        "drop against them, (1 + k) / (1 + n). MEAN: the suite's mean over its tasks.\n\n"
-        + table(reports)
+        f"{args.controls} uniform and {args.controls} layer-shaped random sets of the same "
+        f"size per fraction; {args.n_items} items per task, fewer where a word list is "
+        "shorter; zero ablation). "
     )
-    if args.readme:
-        from induction.replication.results import replace_block
+    readouts = (
+        "Readouts: the task's metric (F1/EM, the source's), `cand_acc` (accuracy over the "
+        "task's answer candidates, teacher-forced) and `logprob` (the gold answer's "
+        "teacher-forced log-probability, nats); the verdict reads the first of `cand_acc`, "
+        "`logprob` whose gates pass (`ablation.gates`). Each cell: the drop with the top heads "
+        "by induction score ablated and, in brackets, the uniform and the layer-shaped random "
+        "sets' drops (mean ± sd) with the permutation p of the top heads' drop against each, "
+        "(1 + k) / (1 + n)."
+    )
+    text = (
+        setting
+        + "Per suite, the mean over its tasks. "
+        + readouts
+        + "\n\n"
+        + means_table(reports)
+        + "\n\nVerdict per run, as `induction ablate` prints it (each gate: `--details`):\n\n"
+        + verdict_lines(measured)
+    )
+    details = (
+        setting
+        + readouts
+        + "\n\nVerdicts and gates per run:\n\n"
+        + verdict_lines(measured, gates=True)
+        + "".join(
+            f"\n\n**{'the task metric (F1/EM)' if r == 'metric' else r}**\n\n" + table(reports, r)
+            for r in READOUTS
+            if (_split(reports)["readout"] == r).any()
+        )
+    )
+    from induction.replication.results import replace_block
 
+    if args.readme:
         wrote = replace_block(args.readme, START, END, f"{START}\n{text}\n{END}")
+        print(f"wrote {wrote}", file=sys.stderr)
+    if args.details:
+        block = f"{DETAILS_START}\n{details}\n{DETAILS_END}"
+        wrote = replace_block(args.details, DETAILS_START, DETAILS_END, block)
         print(f"wrote {wrote}", file=sys.stderr)
     print(text)
     return 0
