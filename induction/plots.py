@@ -154,7 +154,12 @@ def save_figure(fig: Any, path: str | Path) -> str | None:
     if suffix not in FIGURE_SUFFIXES:
         raise InputError(f"cannot write a figure to {path.name!r}: use a .html or .png file name")
     if suffix == ".html":
-        write_text(path, fig.to_html(include_plotlyjs=True, full_html=True))
+        import hashlib
+
+        # plotly names the figure's div with a random uuid: a name from the figure's content
+        # makes the same figure the same file (a rerun that changes nothing leaves no diff)
+        div_id = "fig-" + hashlib.sha256(fig.to_json().encode()).hexdigest()[:16]
+        write_text(path, fig.to_html(include_plotlyjs=True, full_html=True, div_id=div_id))
         return None
     data, reason = png_bytes(fig, scale=2)
     if data is None:

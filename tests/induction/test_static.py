@@ -272,3 +272,14 @@ def test_executed_notebook_exports_a_static_image(kernel_manager, monkeypatch):
     png_size(base64.b64decode(out["data"]["image/png"]))
     body, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
     assert re.search(r'<img [^>]*src="data:image/png;base64,', body)
+
+
+def test_html_of_the_same_figure_is_the_same_file(tmp_path):
+    first, second = tmp_path / "a.html", tmp_path / "b.html"
+    plots.save_figure(bar_figure(), first)
+    plots.save_figure(bar_figure(), second)
+    assert first.read_bytes() == second.read_bytes()  # no random div id
+    other = bar_figure()
+    other.update_layout(title="another")
+    plots.save_figure(other, second)
+    assert first.read_bytes() != second.read_bytes()
