@@ -296,8 +296,7 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
                 f"letter-frequency rule (TVD {rule_tvd:.3f}) by {REGBENCH_MARGIN}"
             )
         else:
-            order = list(tvds.sort_values().index)
-            verdict, why = "measured", "order " + " < ".join(order)
+            verdict, why = _regbench_order(models, by_src)
         rows.append({"claim": "RegBench TVD: LIDAS < looped < dense", "source":
                      "0.119 < 0.125 < 0.137", "zoo": zoo, "verdict": verdict,
                      "decided_by": why, "families": list(fams.index)})  # fmt: skip
@@ -309,6 +308,45 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
                          "decided_by": "set by the growth schedule, not measured",
                          "families": []})  # fmt: skip
     return pd.DataFrame(_mark_pending(rows + secondary, getattr(rep, "pending", [])))
+
+
+def _regbench_order(models: pd.DataFrame, by_src: dict[str, list[str]]) -> tuple[str, str]:
+    """The source's order LIDAS < looped < dense as pairwise claims on the clean TVD over
+    seeds (each LIDAS family below each looped and the dense one, each looped below dense),
+    each by the exact permutation test, Holm over the pairs (docs/replication.md, amendment
+    of 2026-12-05): "agree" when every pair lies in the source's direction at Holm p <= 0.05,
+    "disagree" otherwise (naming the pairs that do not), "untestable here" when the seeds
+    allow no p below 0.05."""
+    from ablation.stats import holm, seed_test
+
+    dense, lidas, looped = (
+        by_src.get("dense", []),
+        by_src.get("lidas", []),
+        by_src.get("looped", []),
+    )
+    pairs = [(lo, hi) for lo in lidas for hi in looped + dense] + [
+        (lo, hi) for lo in looped for hi in dense
+    ]
+    tvd = {f: models.loc[models.family == f, "tvd_clean"].astype(float) for f in models.family}
+    pairs = [(lo, hi) for lo, hi in pairs if lo in tvd and hi in tvd]
+    if not pairs:
+        return "untestable here", "no pair of the source's kinds was measured"
+    floors = [min_perm_p(len(tvd[lo]), len(tvd[hi])) for lo, hi in pairs]
+    if max(floors) > ALPHA:
+        return "untestable here", f"the seeds allow no permutation p below {max(floors):.2g}"
+    tests = [seed_test(tvd[lo].tolist(), tvd[hi].tolist()) for lo, hi in pairs]
+    adjusted = holm([t.p_perm for t in tests])
+    held = [t.diff < 0 and q <= ALPHA for t, q in zip(tests, adjusted, strict=True)]
+    cells = [
+        f"{lo} - {hi} {t.diff:+.3f} (Holm p {q:.2g})"
+        for (lo, hi), t, q, ok in zip(pairs, tests, adjusted, held, strict=True)
+        if not ok
+    ]
+    if all(held):
+        return "agree", f"all {len(pairs)} pairs lower in the source's order at Holm p <= 0.05"
+    return "disagree", (
+        f"{len(cells)} of {len(pairs)} pairs not lower at Holm p <= 0.05: " + "; ".join(cells)
+    )
 
 
 def _mark_pending(rows: list[dict], pending: list[str]) -> list[dict]:

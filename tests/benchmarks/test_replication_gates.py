@@ -309,3 +309,23 @@ def test_seeds_rule_counts_holm(gates_mod):
     row = table.loc[SECONDARY]
     assert row["verdict"] == "untestable here"  # 4 vs 4: 0.029, with two claims at p = 1
     assert "no Holm-adjusted p below 0.086 over 3 drop claims" in row["decided_by"]
+
+
+def _tvd_models(levels: dict[str, float], seeds: int = 5) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"model": f"{f}-s{s}", "family": f, "tvd_clean": v + 0.001 * s}
+         for f, v in levels.items() for s in range(seeds)]
+    )  # fmt: skip
+
+
+def test_regbench_order_is_read_pairwise_over_seeds(gates_mod):
+    """LIDAS < looped < dense as pairs over seeds, Holm over the pairs: agree only when every
+    pair lies in the source's direction; the reverse order disagrees and names the pairs."""
+    gates, _ = gates_mod
+    kinds = {"dense": ["d"], "lidas": ["g"], "looped": ["l"]}
+    verdict, why = gates._regbench_order(_tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}), kinds)
+    assert verdict == "agree" and "all 3 pairs" in why
+    verdict, why = gates._regbench_order(_tvd_models({"g": 0.3, "l": 0.2, "d": 0.1}), kinds)
+    assert verdict == "disagree" and "3 of 3 pairs" in why and "g - d +0.200" in why
+    verdict, why = gates._regbench_order(_tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}, 1), kinds)
+    assert verdict == "untestable here" and "allow no permutation p" in why
