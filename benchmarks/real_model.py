@@ -140,8 +140,8 @@ def stored_report(path: Path, key: str) -> tuple[pd.DataFrame, dict] | None:
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data["meta"].get("key") != key:
-            return None
+        if data["meta"].get("key") != key or "verdict" not in data["meta"]:
+            return None  # another key, or written before reports carried their verdict
         report = pd.DataFrame(data["rows"])
         for col in NUMERIC:
             if col in report:
@@ -175,7 +175,11 @@ def measure(args, log=print) -> Measured:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     frames, verdicts = [], {}
-    for suite, tasks in parse_suites(args.suites):
+    specs = parse_suites(args.suites)
+    names = [suite for suite, _ in specs]
+    for spec, (suite, tasks) in zip(args.suites, specs, strict=True):
+        # the suite's name labels its rows, the whole spec where a suite is given twice
+        label = suite if names.count(suite) == 1 else spec
         for frac in args.fracs:
             run = Run(suite, tasks, frac)
             cfg = config_for(run, args)
@@ -195,8 +199,8 @@ def measure(args, log=print) -> Measured:
             else:
                 log(f"{run.name}: reused {path} (same model, settings, ranking and code)")
             report, meta = stored
-            frames.append(report.assign(suite=suite, frac=frac))
-            verdicts[(suite, frac)] = (meta.get("gate_lines", []), meta.get("verdict", ""))
+            frames.append(report.assign(suite=label, frac=frac))
+            verdicts[(label, frac)] = (meta.get("gate_lines", []), meta.get("verdict", ""))
     return Measured(pd.concat(frames, ignore_index=True), verdicts, loaded.info)
 
 

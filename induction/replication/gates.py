@@ -327,13 +327,18 @@ def _regbench_order(models: pd.DataFrame, by_src: dict[str, list[str]]) -> tuple
     pairs = [(lo, hi) for lo in lidas for hi in looped + dense] + [
         (lo, hi) for lo in looped for hi in dense
     ]
-    tvd = {f: models.loc[models.family == f, "tvd_clean"].astype(float) for f in models.family}
-    pairs = [(lo, hi) for lo, hi in pairs if lo in tvd and hi in tvd]
-    if not pairs:
-        return "untestable here", "no pair of the source's kinds was measured"
-    floors = [min_perm_p(len(tvd[lo]), len(tvd[hi])) for lo, hi in pairs]
+    tvd = {
+        f: models.loc[models.family == f, "tvd_clean"].astype(float).dropna() for f in models.family
+    }
+    missing = [f for f in dense + lidas + looped if tvd.get(f) is None or tvd[f].empty]
+    if missing or not (dense and lidas and looped):
+        what = ", ".join(missing) or "a dense, a LIDAS and a looped family"
+        return "untestable here", f"the order needs every kind measured; missing: {what}"
+    floors = holm([min_perm_p(len(tvd[lo]), len(tvd[hi])) for lo, hi in pairs])
     if max(floors) > ALPHA:
-        return "untestable here", f"the seeds allow no permutation p below {max(floors):.2g}"
+        return "untestable here", (
+            f"the seeds allow no Holm-adjusted p below {max(floors):.2g} over {len(pairs)} pairs"
+        )
     tests = [seed_test(tvd[lo].tolist(), tvd[hi].tolist()) for lo, hi in pairs]
     adjusted = holm([t.p_perm for t in tests])
     held = [t.diff < 0 and q <= ALPHA for t, q in zip(tests, adjusted, strict=True)]

@@ -328,4 +328,8 @@ def test_regbench_order_is_read_pairwise_over_seeds(gates_mod):
     verdict, why = gates._regbench_order(_tvd_models({"g": 0.3, "l": 0.2, "d": 0.1}), kinds)
     assert verdict == "disagree" and "3 of 3 pairs" in why and "g - d +0.200" in why
     verdict, why = gates._regbench_order(_tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}, 1), kinds)
-    assert verdict == "untestable here" and "allow no permutation p" in why
+    assert verdict == "untestable here" and "allow no Holm-adjusted p" in why
+    four = _tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}, 4)  # each pair p >= 2/70: Holm > 0.05
+    assert gates._regbench_order(four, kinds)[0] == "untestable here"
+    verdict, why = gates._regbench_order(four, {"dense": ["d"], "lidas": ["g"]})
+    assert verdict == "untestable here" and "every kind" in why
