@@ -385,6 +385,7 @@ def main(argv=None) -> int:
         + "\n\nVerdict per run, as `induction ablate` prints it (each gate: `--details`):\n\n"
         + verdict_lines(measured)
     )
+    present = set(_split(reports)["readout"])
     details = (
         setting
         + readouts
@@ -393,7 +394,7 @@ def main(argv=None) -> int:
         + "".join(
             f"\n\n**{'the task metric (F1/EM)' if r == 'metric' else r}**\n\n" + table(reports, r)
             for r in READOUTS
-            if (_split(reports)["readout"] == r).any()
+            if r in present
         )
     )
     from induction.replication.results import replace_block

@@ -315,8 +315,8 @@ def _regbench_order(models: pd.DataFrame, by_src: dict[str, list[str]]) -> tuple
     seeds (each LIDAS family below each looped and the dense one, each looped below dense),
     each by the exact permutation test, Holm over the pairs (docs/replication.md, amendment
     of 2026-12-05): "agree" when every pair lies in the source's direction at Holm p <= 0.05,
-    "disagree" otherwise (naming the pairs that do not), "untestable here" when the seeds
-    allow no p below 0.05."""
+    "disagree" otherwise (naming the pairs that do not), "untestable here" when a kind is
+    missing or the seeds allow no Holm-adjusted p below 0.05."""
     from ablation.stats import holm, seed_test
 
     dense, lidas, looped = (
@@ -327,9 +327,7 @@ def _regbench_order(models: pd.DataFrame, by_src: dict[str, list[str]]) -> tuple
     pairs = [(lo, hi) for lo in lidas for hi in looped + dense] + [
         (lo, hi) for lo in looped for hi in dense
     ]
-    tvd = {
-        f: models.loc[models.family == f, "tvd_clean"].astype(float).dropna() for f in models.family
-    }
+    tvd = {f: v.astype(float).dropna() for f, v in models.groupby("family")["tvd_clean"]}
     missing = [f for f in dense + lidas + looped if tvd.get(f) is None or tvd[f].empty]
     if missing or not (dense and lidas and looped):
         what = ", ".join(missing) or "a dense, a LIDAS and a looped family"
