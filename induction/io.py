@@ -78,9 +78,26 @@ def _atomic_tmp(path: Path) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        full = disk_full(e, path)
+        if full is not None:
+            raise full from None
         raise
+
+
+#: Messages of writers that report a full disk without an OSError (safetensors' Rust IoError).
+_FULL_DISK_TEXT = ("no space left on device", "storagefull", "code: 28,", "disk quota exceeded")
+
+
+def disk_full(e: BaseException, path: str | Path) -> OSError | None:
+    """``e`` as an ``OSError(ENOSPC)`` naming ``path`` when it says the disk (or quota) is
+    full, so the CLI's one line names where (docs/safety.md); None for any other error."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return OSError(e.errno, e.strerror or os.strerror(e.errno), str(e.filename or path))
+    if not isinstance(e, OSError) and any(t in str(e).lower() for t in _FULL_DISK_TEXT):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return None
 
 
 def replace_file(path: str | Path, text: str) -> None:
