@@ -170,9 +170,15 @@ class AblationConfig:
         for name in ("shots", "n_items", "max_prompt_tokens"):
             value = getattr(self, name)
             low = 0 if name == "shots" else 1
-            if value is not None and (not isinstance(value, int) or value < low):
+            if value is not None and (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or not low <= value <= MAX_COUNT
+            ):
                 flag = "--" + name.replace("_", "-")
-                raise InputError(f"{flag} must be an integer >= {low}, got {value!r}")
+                raise InputError(
+                    f"{flag} must be an integer from {low} to {MAX_COUNT:,}, got {value!r}"
+                )
         if self.lm_eval is not None:
             if not self.lm_eval or not all(isinstance(n, str) and n for n in self.lm_eval):
                 raise InputError(
@@ -221,6 +227,11 @@ class AblationConfig:
         if not self.token_loss:  # an added outcome: the few-shot keys stay as they were
             del d["token_loss"]
         return d
+
+
+#: The most --shots, --n-items and --max-prompt-tokens accept: bounds that keep prompt
+#: building and its arithmetic finite (generators stop at the prompt budget in any case).
+MAX_COUNT = 1_000_000
 
 
 def prompt_budget(loaded) -> int:

@@ -161,3 +161,58 @@ def test_zt48_full_disk_in_a_writer_without_a_path(tmp_path, monkeypatch, one_li
     result = runner.invoke(app, ["zoo", "train", "dense8c", "--steps", "60", "--out", str(out)])
     one_line_error(result, "No space left on device", str(out / "checkpoints"))
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
+
+
+# --------------------------------------------------------------------------- prompts (ab)
+ABL = ["ablate", "dense8c-s1", "--n-items", "2", "--controls", "2", "--threads", "1"]
+
+
+@pytest.fixture(scope="module")
+def dense8c():
+    from induction.loading import load_model
+
+    return load_model("dense8c-s1", device="cpu")
+
+
+def test_ab66_max_prompt_tokens_too_small_for_a_question(tmp_path, one_line_error):
+    out = tmp_path / "o.csv"
+    args = [*ABL, "--task", "fact_digit", "--task", "var_depth0", "--max-prompt-tokens", "3"]
+    one_line_error(runner.invoke(app, [*args, "--out", str(out)]), "3-token", "--max-prompt-tokens")
+    assert not out.exists()
+
+
+def test_ab66_max_prompt_tokens_beyond_the_context(tmp_path, one_line_error):
+    args = [*ABL, "--task", "fact_digit", "--max-prompt-tokens", "1000"]
+    one_line_error(
+        runner.invoke(app, [*args, "--out", str(tmp_path / "o.csv")]), "256-token context"
+    )
+
+
+@pytest.mark.parametrize("shots", [100, 100_000])
+def test_ab68_ab92_shots_are_fitted_to_the_context_in_linear_time(dense8c, shots):
+    """ab92: fact prompts of --shots 100 once ran 403 tokens on a 256-token model; ab68:
+    --shots 100000 hung in quadratic prompt building. Both now fit and say so."""
+    import time
+
+    from ablation.config import AblationConfig
+    from ablation.pipeline import build_tasks, check_prompt_fit
+
+    cfg = AblationConfig(shots=shots, n_items=4, tasks=("fact_digit", "var_depth0"))
+    start = time.perf_counter()
+    tasks = build_tasks(cfg, "zootrain", dense8c)
+    assert time.perf_counter() - start < 5
+    for task in tasks:
+        for item in task.items:
+            ids = dense8c.tokenizer(item.prompt)["input_ids"]
+            assert len(ids) + 1 + task.max_new_tokens <= 256, (task.name, len(ids))
+    note = check_prompt_fit(tasks, dense8c, cfg, "zootrain")
+    assert f"--shots {shots} does not fit the 256-token" in note and "fact_digit" in note
+
+
+def test_ab68_shots_that_a_task_cannot_drop_are_refused(tmp_path, one_line_error):
+    args = [*ABL, "--task", "lookup", "--shots", "100", "--out", str(tmp_path / "o.csv")]
+    one_line_error(runner.invoke(app, args), "lookup prompts need", "pass fewer --shots")
+
+
+def test_ab68_shots_beyond_any_context_refused_before_loading(one_line_error):
+    one_line_error(runner.invoke(app, [*ABL, "--shots", str(10**7)]), "--shots", "1,000,000")
