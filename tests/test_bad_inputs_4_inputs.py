@@ -216,3 +216,127 @@ def test_ab68_shots_that_a_task_cannot_drop_are_refused(tmp_path, one_line_error
 
 def test_ab68_shots_beyond_any_context_refused_before_loading(one_line_error):
     one_line_error(runner.invoke(app, [*ABL, "--shots", str(10**7)]), "--shots", "1,000,000")
+
+
+# --------------------------------------------------------------------------- replicate (rp)
+REP = ["replicate", "--fast", "--families", "dense8c", "--seeds", "1", "--no-gates",
+       "--no-regbench", "--controls", "1", "--n-items", "2", "--no-png"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "cid, extra, fragment",
+    [
+        ("rp02", ["--threads", "-1"], "--threads must be an integer >= 0"),
+        ("rp05", ["--prompt-seeds", "0"], "--prompt-seeds must be an integer >= 1"),
+        ("rp06", ["--prompt-seeds", "-1"], "--prompt-seeds must be an integer >= 1"),
+        ("rp08", ["--models-dir", "nope"], "--models-dir nope is not a folder"),
+        ("rp11", ["--top", "0"], "--top must be an integer >= 1"),
+        ("rp18", ["--out-dir", "{d}/f"], "is a file"),
+    ],
+)
+def test_rp_replicate_options_refused_before_measuring(cid, extra, fragment, tmp_path,
+                                                       monkeypatch, one_line_error):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("")
+    args = [*REP, "--out-dir", str(tmp_path / "r")] + [a.format(d=tmp_path) for a in extra]
+    one_line_error(runner.invoke(app, args), fragment)
+    assert (
+        sorted(p.name for p in tmp_path.iterdir()) == ["f"] and not (tmp_path / "f").stat().st_size
+    )
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [("{bad\n", "not valid JSON"), ('{"models": [{"p_perm": 1}], "settings": 3}', "damaged")],
+)
+def test_rp17_corrupt_results_for_from_results(text, fragment, tmp_path, one_line_error):
+    (tmp_path / "replication.json").write_text(text)
+    args = ["replicate", "--from-results", "--out-dir", str(tmp_path), "--no-png"]
+    one_line_error(runner.invoke(app, args), "replication.json", fragment)
+    assert [p.name for p in tmp_path.iterdir()] == ["replication.json"]
+
+
+# --------------------------------------------------------------------------- benchmarks/ scripts
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _benchmark(stem: str):
+    """``benchmarks/STEM.py`` as a module (kept in ``sys.modules`` for its dataclasses)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(f"{stem}_bad4", BENCHMARKS / f"{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _script(module, argv, monkeypatch, capsys) -> str:
+    """Run a script's ``main`` as its ``__main__`` block does (through ``run_script``);
+    assert exit 2 and one ``error:`` line on stderr, which is returned."""
+    from induction.commands.main import run_script
+
+    monkeypatch.setattr("sys.argv", ["script.py", *argv])
+    with pytest.raises(SystemExit) as stop:
+        run_script(module.main)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize(
+    "cid, stem, argv, fragment",
+    [
+        ("rp24", "replication", [*REP[1:], "--out-dir", "r", "--threads", "-1"], "--threads"),
+        ("rp25", "replication", ["--fast", "--models-dir", "nope", "--out-dir", "r"], "nope"),
+        (
+            "rm06",
+            "real_model",
+            [
+                "--model",
+                "dense8c-s1",
+                "--suites",
+                "zootrain:fact_digit",
+                "--out-dir",
+                "o",
+                "--threads",
+                "-1",
+            ],
+            "--threads",
+        ),  # fmt: skip
+        ("bz01", "build_zoo", ["--jobs", "0", "--families", "dense8c", "--dest", "d"], "--jobs"),
+        ("bz03", "build_zoo", ["--families", "bogus", "--seeds", "0", "--dest", "d"], "bogus"),
+        ("bz04", "build_zoo", ["--families", "dense8c", "--seeds", "-1", "--dest", "d"], "--seeds"),
+        (
+            "bz06",
+            "build_zoo",
+            ["--families", "dense8c", "--seeds", "0", "--dest", "f"],
+            "is a file",
+        ),
+    ],
+)
+def test_benchmark_scripts_refuse_in_one_line(cid, stem, argv, fragment, tmp_path, monkeypatch,
+                                              capsys):  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("")
+    argv = [str(tmp_path / a) if a in ("d", "f", "r", "o") else a for a in argv]
+    assert fragment in _script(_benchmark(stem), argv, monkeypatch, capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]  # no log, no folder
+
+
+def test_bz03_a_failed_training_is_one_line_naming_its_log(tmp_path, monkeypatch, capsys):
+    """A model whose training process fails ends the build in one line naming its log."""
+    module = _benchmark("build_zoo")
+    monkeypatch.setattr(module.sys, "executable", "false")  # a training process that fails
+    argv = ["--families", "dense", "--seeds", "0", "--dest", str(tmp_path / "d"), "--jobs", "1"]
+    line = _script(module, argv, monkeypatch, capsys)
+    assert "training failed" in line and "build-dense-s0.log" in line
+
+
+def test_benchmark_scripts_main_blocks_go_through_run_script():
+    """Every script under benchmarks/ is a command: its __main__ block is ``run_script``."""
+    for path in sorted(BENCHMARKS.glob("*.py")):
+        text = path.read_text()
+        if '__name__ == "__main__"' in text:
+            assert "run_script(main)" in text, path.name
