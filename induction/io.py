@@ -542,6 +542,17 @@ def check_output_path(
         ) from None
     os.close(fd)
     os.unlink(probe)
+    free = shutil.disk_usage(existing).free
+    if free < MIN_FREE_BYTES:  # a full disk found before the work, not after it
+        raise InputError(
+            f"{flag_name} {path}: only {free // 1024} KiB free in {existing}; free some space "
+            "or choose another output folder"
+        )
+
+
+#: Free space an output location needs before any work (a full disk found after the work
+#: loses it); a write that still runs out names its path (:func:`disk_full`).
+MIN_FREE_BYTES = 1 << 20
 
 
 def read_json(path: str | Path, what: str = "JSON file") -> Any:

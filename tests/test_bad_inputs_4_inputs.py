@@ -340,3 +340,56 @@ def test_benchmark_scripts_main_blocks_go_through_run_script():
         text = path.read_text()
         if '__name__ == "__main__"' in text:
             assert "run_script(main)" in text, path.name
+
+
+# --------------------------------------------------------------------------- full disks
+def _no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")  # as write() reports it: no path
+
+
+@pytest.mark.parametrize(
+    "cid, args",
+    [
+        ("ab90", [*ABL, "--task", "fact_digit", "-q", "--out", "{d}/o.json"]),
+        ("fv41", ["fv", "dense8c-s1", "--threads", "1", "--n-prompts", "2", "--out", "{d}/o.csv"]),
+    ],
+)
+def test_ab90_fv41_a_full_disk_is_found_before_the_work(cid, args, tmp_path, monkeypatch,
+                                                        one_line_error):  # fmt: skip
+    import collections
+    import shutil as shutil_module
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil_module, "disk_usage", lambda p: usage(200_000, 188_000, 12_000))
+    args = [a.format(d=tmp_path) for a in args]
+    one_line_error(runner.invoke(app, args), "only 11 KiB free", str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ab90_a_disk_that_fills_during_the_write_names_the_path(tmp_path, monkeypatch,
+                                                                one_line_error):  # fmt: skip
+    import induction.io
+
+    monkeypatch.setattr(induction.io.os, "fsync", _no_space)
+    out = tmp_path / "o.json"
+    args = [*ABL, "--task", "fact_digit", "-q", "--out", str(out)]
+    one_line_error(runner.invoke(app, args), "cache", "No space left on device")  # resume cache
+    one_line_error(runner.invoke(app, [*args, "--no-cache"]), f"cannot use {out}: No space left")
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_fv41_a_disk_that_fills_during_the_write_names_the_path(tmp_path, monkeypatch):
+    import pandas as pd
+
+    def half_then_full(self, path, *args, **kwargs):
+        Path(path).write_text("layer,head")
+        _no_space()
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", half_then_full)
+    out = tmp_path / "o.csv"
+    args = ["fv", "dense8c-s1", "--threads", "1", "--n-prompts", "2", "--out", str(out)]
+    result = runner.invoke(app, args)  # after fv's headroom warning, one error line
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert len(errors) == 1 and f"cannot use {out}: No space left on device" in errors[0]
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
