@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -567,6 +568,13 @@ def read_text(path: str | Path, what: str = "file") -> str:
     :class:`InputError` naming ``what`` and the path."""
     path = Path(path)
     try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = stat.S_IFREG  # reported by the read below
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):  # reading one would wait for a writer
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket"
+        raise InputError(f"{what} {path} is {kind}, not a regular file; save it to a file first")
+    try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InputError(
@@ -593,3 +601,16 @@ def _os_reason(e: OSError) -> str:
     if e.errno == errno.ELOOP:
         return "symlink loop; point it at a real file"
     return e.strerror or type(e).__name__
+
+
+def check_input_path(path: str | Path | None, flag_name: str) -> None:
+    """A one-line :class:`InputError` for an input path whose symlinks loop (resolving it
+    would fail deep inside a command with a traceback)."""
+    if path is None:
+        return
+    try:
+        Path(path).expanduser().resolve()
+    except (RuntimeError, OSError):  # Python < 3.13: RuntimeError("Symlink loop ...")
+        raise InputError(
+            f"{flag_name} {path} is a looping symlink; point it at a real file or folder"
+        ) from None

@@ -393,3 +393,41 @@ def test_fv41_a_disk_that_fills_during_the_write_names_the_path(tmp_path, monkey
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert len(errors) == 1 and f"cannot use {out}: No space left on device" in errors[0]
     assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
+
+
+# --------------------------------------------------------------------------- loops, FIFOs, bytes
+def test_tl12_timeline_on_a_symlink_loop(tmp_path, monkeypatch, one_line_error):
+    monkeypatch.chdir(tmp_path)
+    Path("ds").symlink_to("ds")
+    one_line_error(runner.invoke(app, ["timeline", "ds", "--out", "t.html"]), "looping symlink")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
+
+
+def test_sw10_checkpoint_config_that_is_a_fifo(run, tmp_path, one_line_error):
+    import os
+
+    config = run / "checkpoints" / "step-10" / "config.json"
+    config.unlink()
+    os.mkfifo(config)
+    args = ["sweep", str(run), "--out", str(tmp_path / "ds"), "--seeds", "1", "--batch", "4"]
+    one_line_error(runner.invoke(app, args), "step-10/config.json is not a regular file")
+    assert not (tmp_path / "ds").exists()
+
+
+def test_fifo_as_text_is_refused_not_waited_on(tmp_path, one_line_error):
+    """Smaller: a FIFO as ``depth --text`` hung waiting for a writer."""
+    import os
+
+    os.mkfifo(tmp_path / "p.txt")
+    out = tmp_path / "d.html"
+    args = ["depth", "dense8c-s1", "--text", str(tmp_path / "p.txt"), "--out", str(out)]
+    one_line_error(runner.invoke(app, args), "FIFO (named pipe)", "--text")
+    assert not out.exists()
+
+
+def test_show_with_an_undecodable_prompt(tmp_path, one_line_error):
+    """``--prompt "$(printf 'a\\xffb')"``: the shell's byte arrives as a lone surrogate."""
+    out = tmp_path / "v.html"
+    args = ["show", "dense8c-s1", "--heads", "L1H1", "--prompt", "a\udcffb", "--out", str(out)]
+    one_line_error(runner.invoke(app, args), "--prompt is not UTF-8")
+    assert not out.exists()
