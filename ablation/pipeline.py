@@ -186,6 +186,11 @@ def ablate(
     from ablation.run import default_cache_path, run_ablation
     from ablation.tasks import SUITES, default_suite
 
+    if config is not None and not isinstance(config, AblationConfig):
+        raise InputError(
+            f"config must be an AblationConfig, got {type(config).__name__}; pass "
+            "AblationConfig(...) or settings as keywords (frac=0.1, ...)"
+        )
     cfg = (config or AblationConfig()).with_(**overrides)
     say = log or (lambda _msg: None)
     if cfg.lm_eval is not None:

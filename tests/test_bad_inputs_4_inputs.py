@@ -431,3 +431,55 @@ def test_show_with_an_undecodable_prompt(tmp_path, one_line_error):
     args = ["show", "dense8c-s1", "--heads", "L1H1", "--prompt", "a\udcffb", "--out", str(out)]
     one_line_error(runner.invoke(app, args), "--prompt is not UTF-8")
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- Python API (api)
+@pytest.mark.parametrize(
+    "cid, settings, fragment",
+    [
+        ("api04", {"controls": True}, "controls must be an integer"),
+        ("api07", {"heads": 123}, "heads must be a string"),
+        ("api08", {"suite": 5}, "suite must be a string"),
+        ("api06", {"tasks": [1, 2]}, "tasks must be task names"),
+        ("api06", {"tasks": ""}, "tasks must be task names"),
+        ("api04", {"readouts": 1}, "readouts must be True or False"),
+        ("api04", {"frac": True}, "frac must be a number"),
+    ],
+)
+def test_api_ablation_config_refuses_wrong_types(cid, settings, fragment):
+    from ablation.config import AblationConfig
+    from induction.errors import InputError
+
+    with pytest.raises(InputError, match=fragment):
+        AblationConfig(**settings)
+
+
+def test_api06_a_task_name_string_is_one_task_not_its_letters():
+    from ablation.config import AblationConfig
+
+    assert AblationConfig(tasks="fact_digit").tasks == ("fact_digit",)
+    assert AblationConfig(tasks="fact_digit,var_depth0").tasks == ("fact_digit", "var_depth0")
+
+
+def test_api02_config_that_is_not_a_config(dense8c):
+    from ablation import ablate
+    from induction.errors import InputError
+
+    with pytest.raises(InputError, match="config must be an AblationConfig, got str"):
+        ablate(dense8c, "frac=0.1")
+
+
+def test_api09_fv_config_refuses_a_bool_count():
+    from induction.circuits.config import FVConfig
+    from induction.errors import InputError
+
+    with pytest.raises(InputError, match="--n-prompts"):
+        FVConfig(n_prompts=True)
+
+
+def test_api21_plan_heads_refuses_a_fractional_count(dense8c):
+    from ablation.run import plan_heads
+    from induction.errors import InputError
+
+    with pytest.raises(InputError, match="n_controls must be an integer >= 0, got 2.5"):
+        plan_heads(dense8c, n_controls=2.5)
