@@ -457,8 +457,10 @@ def check_prompt_fit(tasks: list[Task], loaded, cfg: AblationConfig, suite: str)
                 f"{task.name} prompts need {need} tokens with BOS and the answer, beyond the "
                 f"{budget}-token prompt budget of {loaded.info.name}; {fix}"
             )
-    cut = sorted({t.name for t in tasks if getattr(t, "shots_kept", cfg.shots) < (cfg.shots or 0)})
-    if cfg.shots is None or not cut:
+    if cfg.shots is None:
+        return None
+    cut = sorted({t.name for t in tasks if getattr(t, "shots_kept", cfg.shots) < cfg.shots})
+    if not cut:
         return None
     fewest = min(t.shots_kept for t in tasks if t.name in cut)
     return (
