@@ -78,7 +78,16 @@ def _text(ids) -> str:
     return " ".join(V.TOKENS[int(i)] for i in ids)
 
 
-def lookup(n_items: int, shots: int, seed: int) -> GenTask:
+def lookup(n_items: int, shots: int, seed: int, max_tokens: int | None = None) -> GenTask:
+    """``shots`` pairs ``k > v ,`` then a shown key; a prompt cannot drop pairs (the queried
+    key must stay shown), so pairs beyond ``max_tokens`` are refused before any is drawn."""
+    need = 4 * max(shots, 1) + 4  # BOS, the pairs, the question, a 3-token answer
+    if max_tokens is not None and need > max_tokens:
+        fit = max(0, (max_tokens - 4) // 4)
+        raise InputError(
+            f"lookup prompts of {shots} pairs need {need} tokens with BOS and the answer, beyond "
+            f"the {max_tokens}-token prompt budget; pass --shots {fit} or fewer"
+        )
     rng = _rng(seed, "lookup")
     items = []
     for _ in range(n_items):
@@ -203,7 +212,7 @@ def load(
     for name in names or TASKS:
         k = DEFAULT_SHOTS.get(name, 0) if shots is None else shots
         if name == "lookup":
-            tasks.append(lookup(n_items, k, seed))
+            tasks.append(lookup(n_items, k, seed, max_tokens))
         elif name == "copy":
             tasks.append(copy(n_items, seed))
         elif name.startswith("var_depth"):

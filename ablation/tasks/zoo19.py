@@ -471,7 +471,7 @@ def build(
     """One task of the suite as a :class:`GenTask`."""
     spec = BY_NAME[name]
     if name == "lookup":
-        task = zoo.lookup(n_items, spec.shots if shots is None else shots, seed)
+        task = zoo.lookup(n_items, spec.shots if shots is None else shots, seed, max_tokens)
     elif name == "copy":
         task = zoo.copy(n_items, seed)
     else:

@@ -119,7 +119,7 @@ def build(
     if name in FACT_NAMES:
         task = fact_task(name, n_items, k, seed, max_tokens)
     elif name == "lookup":
-        task = zoo.lookup(n_items, k, seed)
+        task = zoo.lookup(n_items, k, seed, max_tokens)
     elif name == "copy":
         task = zoo.copy(n_items, seed)
     else:
