@@ -102,6 +102,16 @@ def test_zt09_edited_lr_differs_from_the_run(run, one_line_error):
     _refused(run, one_line_error, "differs from the config", "lr")
 
 
+def test_zt09_another_runs_identity(run, one_line_error):
+    """A state written before states kept their config: the checkpoint's card names the run."""
+    path = run / "checkpoints" / "step-10" / "training_state.pt"
+    state = torch.load(path, weights_only=True)
+    del state["config"]
+    torch.save(state, path)
+    _edit_config(run, lambda d: d.update(seed=3))
+    _refused(run, one_line_error, "checkpoint of dense8-s0", "dense8-s3")
+
+
 def test_zt10_nan_learning_rate(run, one_line_error):
     path = run / "train_config.json"
     path.write_text(path.read_text().replace('"lr": 0.001', '"lr": NaN'))

@@ -1042,6 +1042,17 @@ def _check_state(state, cfg: FixedTrainConfig, folder: Path, bad: str, fix: str)
             f"{bad} (its step {state['step']!r}, counters or tensors do not fit the folder "
             f"{folder.name} of a {cfg.steps}-step run); {fix}"
         )
+    card = folder / "card.json"  # a checkpoint (not a bare state) names its run
+    if card.is_file():
+        from induction.io import read_json
+
+        of = read_json(card, "checkpoint card")
+        of = of.get("checkpoint_of") if isinstance(of, dict) else None
+        if of is not None and of != model_name(cfg):
+            raise InputError(
+                f"{folder} is a checkpoint of {of}, but {TRAIN_CONFIG} describes "
+                f"{model_name(cfg)}; restore the run's {TRAIN_CONFIG}, or train afresh"
+            )
     recorded = state.get("config")
     if recorded is not None:
         was = json.loads(recorded) if isinstance(recorded, str) else {}
