@@ -194,12 +194,14 @@ def models() -> None:
             "zoo2 (record) = the first\n     fixed-protocol zoo, which barely learns in "
             "context (docs/zoo2-record.md); 12-layer\n     (record) = the second zoo's first "
             "recipe, which failed the in-context gates;\n     first (record) = the first zoo "
-            "(docs/results.md). Records are not in the wheel."
+            "(docs/results.md).\nThe wheel ships the default model only; the others are found in a "
+            "checkout, in $INDUCTION_ZOO\nfolders or on the zoo's hub repository (docs/zoo.md, "
+            "'Where models live')."
         )
     else:
         typer.echo(
-            "Zoo models: none shipped in this install "
-            "(train one with `induction zoo train grown8c --seed 0`)."
+            "Zoo models: none found in this install (set $INDUCTION_ZOO to a folder of "
+            "models, or train one with `induction zoo train grown8c --seed 0`)."
         )
     typer.echo(
         "\nA model spec may also be:\n"
