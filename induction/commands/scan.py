@@ -266,7 +266,8 @@ def _print_report(df, loaded, top: int) -> None:
     )
     console.print(
         f"prompts: {layout}, T={a['seq_len']}, {a['batch']} per seed, seeds {a['seeds']}, "
-        f"token ids [{a['token_range'][0]}, {a['token_range'][1]}); convention {a['convention']}",
+        f"token ids [{a['token_range'][0]}, {a['token_range'][1]}); convention {a['convention']}"
+        + ("; score ± sd over prompt seeds" if len(a["seeds"]) > 1 else ""),
         highlight=False,
     )
     if "induction" in df.columns:
