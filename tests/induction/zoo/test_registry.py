@@ -54,7 +54,10 @@ def test_the_cli_names_the_way_to_get_a_missing_zoo_model(tmp_path):
     env["PYTHONPATH"] = str(registry.MODELS_DIR.parents[2])
     run = subprocess.run(
         [sys.executable, "-m", "induction.commands.main", "info", "looped8c-s97"],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert run.returncode == 2, run.stderr
     assert "Traceback" not in run.stderr and "INDUCTION_ZOO" in run.stderr
