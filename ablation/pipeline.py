@@ -103,24 +103,25 @@ class AblationResult:
         return fig
 
     def gate_lines(self) -> list[str]:
-        """The validity gates, one line each: the model's, then each readout's suite gate."""
+        """The validity gates, one line each, PASS or FAIL first and why after: the model's,
+        then each readout's suite gate."""
         from ablation.gates import suite_gate
 
         lines = []
         for g in self.model_gates:
-            state = "n/a" if g.passed is None else ("pass" if g.passed else "FAIL")
-            lines.append(f"gate {g.name}: {state}: {g.detail}")
+            state = "N/A " if g.passed is None else ("PASS" if g.passed else "FAIL")
+            lines.append(f"{state} gate {g.name}: {g.detail}")
         if self.gates is not None and not self.gates.empty:
             for readout in [
                 None,
                 *[r for r in ("cand_acc", "logprob") if r in set(self.gates.readout)],
             ]:
                 s = suite_gate(self.gates, readout)
-                state = "pass" if s["passed"] else "FAIL"
-                sat = ", mean drop saturated" if s.get("saturated") else ""
+                state = "PASS" if s["passed"] else "FAIL"
+                sat = "mean drop saturated; " if s.get("saturated") else ""
                 lines.append(
-                    f"gate {s['readout']}: {state}: {s['above_chance']} of {s['tasks']} tasks "
-                    f"above chance (needs most){sat}"
+                    f"{state} gate {s['readout']}: {sat}{s['above_chance']} of {s['tasks']} "
+                    "tasks above chance (needs most)"
                 )
         return lines
 
@@ -149,11 +150,18 @@ class AblationResult:
         if row.empty:
             return "no measured mean"
         r = row.iloc[0]
-        return (
+        line = (
             f"{key} drop {r['drop']:+.3f} against uniform random heads {r.ctrl_mean:+.3f} "
             f"(p {r.p_ctrl:.2f}) and layer-shaped random heads {r.shaped_mean:+.3f} "
             f"(p {r.p_shaped:.2f})"
         )
+        floor = 1 / (self.config.controls + 1)  # the target ranks first among n + 1 sets
+        if floor > 0.05:
+            line += (
+                f"; with {self.config.controls} random sets p cannot go below {floor:.2f}, so "
+                "p <= 0.05 is out of reach (use --controls 19 or more)"
+            )
+        return line
 
     def print(self, console=None) -> None:
         """The report as a rich table (stdout by default)."""
