@@ -81,13 +81,16 @@ def ablate(
     prepare_outputs(outputs, [*_inputs(model, config), *(scores_tables or [])])
 
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
-        loaded = load_model(
-            model,
-            device=device,
-            dtype=dtype,
-            threads=threads,
-            trust_remote_code=config.trust_remote_code,
-        )
+        from induction.progress import phase
+
+        with phase(f"loading {model}", enabled=not quiet):
+            loaded = load_model(
+                model,
+                device=device,
+                dtype=dtype,
+                threads=threads,
+                trust_remote_code=config.trust_remote_code,
+            )
         result = _run(loaded, config, quiet, scores)
         _report(result, out, plot, quiet)
         if result.token_loss is not None:

@@ -51,8 +51,10 @@ def fv(
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
         from induction.circuits.fv import fv_scores
         from induction.loading import load_model
+        from induction.progress import phase
 
-        loaded = load_model(model, device=device, dtype=dtype, threads=threads)
+        with phase(f"loading {model}"):
+            loaded = load_model(model, device=device, dtype=dtype, threads=threads)
         result = fv_scores(loaded, config)
         table = result.to_frame().sort_values("rank").head(top)
         typer.echo(

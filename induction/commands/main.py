@@ -261,14 +261,16 @@ def info(
 ) -> None:
     """Load a model and print what the workbench knows about it."""
     from induction.loading import load_model
+    from induction.progress import phase
 
-    loaded = load_model(
-        model,
-        device=device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        device_map=device_map,
-    )
+    with phase(f"loading {model}"):  # on stderr: --json output stays clean
+        loaded = load_model(
+            model,
+            device=device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            device_map=device_map,
+        )
     facts = loaded.info.as_dict()
     facts["lineage"] = loaded.duplication_log_path is not None
     if loaded.duplication_log_path is not None:
