@@ -247,8 +247,15 @@ def plan_heads(
             _check_controls_possible(n_selected(frac, info.n_layers * info.n_heads), None, info)
         if scores is None:
             if log:
-                log(f"ranking {info.n_layers * info.n_heads} heads by {score} score")
-            scores = compute_scores(loaded, score=score, cache_dir=cache_dir)
+                log(
+                    f"ranking {info.n_layers * info.n_heads} heads by {score} score (a table "
+                    "from `induction scan --out` or `induction fv --out`, passed as --scores, "
+                    "skips this)"
+                )
+            # progress when a log listens: on a real model this scan takes minutes
+            scores = compute_scores(
+                loaded, score=score, cache_dir=cache_dir, progress=log is not None
+            )
         else:
             check_score_table(scores, score, info.n_layers, info.n_heads)
         table = tied_scores(scores, unrolled) if tied else scores
