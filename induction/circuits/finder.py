@@ -170,7 +170,17 @@ class CircuitResult:
             facet_col="induction_head" if 0 < len(self.heads) <= 6 else None,
             hover_data=["induction_head", "partner", "k_comp", "drop"],
             title=f"{self.model}: induction heads and their earlier partners",
+            labels={
+                "k_comp_excess": "K-composition above baseline",
+                "drop_key": "drop of the induction score, key path",
+                "drop": "drop of the induction score",
+                "partner_prev_token": "partner's previous-token score",
+                "induction_head": "induction head",
+            },
+            template="plotly_white",
         )
+        # facet titles read "L5H1", not "induction head=L5H1"
+        fig.for_each_annotation(lambda a: a.update(text=a.text.rsplit("=", 1)[-1]))
         if path is not None:
             from induction.plots import save_figure
 

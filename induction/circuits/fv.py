@@ -312,14 +312,16 @@ class FVResult:
 
         t = self.table
         z = t.pivot(index="layer", columns="head", values="fv").sort_index()
+        # the detector's heatmap style (induction.plots.heatmap): numeric labels, layer 0 on top
         fig = go.Figure(
             go.Heatmap(
                 z=z.to_numpy(),
-                x=[f"H{h}" for h in z.columns],
-                y=[f"L{la}" for la in z.index],
+                x=[str(h) for h in z.columns],
+                y=[str(la) for la in z.index],
                 colorscale="RdBu",
                 zmid=0,
                 colorbar={"title": {"text": "FV score (Δp)"}},
+                hovertemplate="layer %{y}, head %{x}<br>FV %{z:.4f}<extra></extra>",
             )
         )
         fig.update_layout(
@@ -327,6 +329,10 @@ class FVResult:
             f"{self.settings.get('n_tasks', '?')} tasks)",
             xaxis_title="head",
             yaxis_title="layer",
+            xaxis={"type": "category"},
+            yaxis={"autorange": "reversed", "type": "category"},
+            template="plotly_white",
+            height=max(360, 28 * len(z.index) + 160),
         )
         if path is not None:
             from induction.plots import save_figure
