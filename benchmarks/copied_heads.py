@@ -81,8 +81,8 @@ def details_block(results) -> str:
         "|---|---:|---|---|---:|",
     ]
     lines += [
-        f"| {r.model} | {r.event_step} | {r.role_at_copy} | {r._4} | {r.heads} |"
-        for r in table.itertuples(index=False)
+        f"| {model} | {step} | {role} | {cls} | {heads} |"
+        for model, step, role, cls, heads in table.itertuples(index=False, name=None)
     ]
     lines.append(f"<!-- {MARK}:end -->")
     return "\n".join(lines)

@@ -141,7 +141,8 @@ class CopiedHeads:
         kept_text = ", ".join(f"{n} as {r} heads" for r, n in kept.items())
         became = int(((t["role_at_end"] == "induction") & (t["role_at_copy"] != "induction")).sum())
         return (
-            f"{self.model}: {events} growth events copied {copied} heads; of their {len(t)} "
+            f"{self.model}: {events} growth event{'s' if events > 1 else ''} copied {copied} "
+            f"heads; of their {len(t)} "
             f"descendants in the final network (a head copied twice counts once per event), "
             f"{', '.join(parts)}"
             + (f" ({kept_text})" if kept_text else "")
