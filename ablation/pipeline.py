@@ -194,6 +194,11 @@ def ablate(
     from ablation.run import default_cache_path, run_ablation
     from ablation.tasks import SUITES, default_suite
 
+    if config is not None and not isinstance(config, AblationConfig):
+        raise InputError(
+            f"config must be an AblationConfig, got {type(config).__name__}; pass "
+            "AblationConfig(...) or settings as keywords (frac=0.1, ...)"
+        )
     cfg = (config or AblationConfig()).with_(**overrides)
     say = log or (lambda _msg: None)
     if cfg.lm_eval is not None:
@@ -213,6 +218,9 @@ def ablate(
     if tasks is None:
         tasks = build_tasks(cfg, suite, loaded)
     check_readable(tasks, loaded.tokenizer, suite)
+    fitted = check_prompt_fit(tasks, loaded, cfg, suite)
+    if fitted:
+        say(f"note: {fitted}")
     cache_path = default_cache_path(loaded) if cfg.cache else None
     plan = plan_for(loaded, cfg, scores, cache_path, log=say)
     silent = silent_targets(loaded, plan, seed=cfg.seed)
@@ -426,6 +434,47 @@ def check_readable(tasks: list[Task], tokenizer, suite: str) -> None:
             "vocabulary, so its scores would mean nothing; pick a suite in the model's "
             "vocabulary (zoo models: --suite zoo19 or zoo)"
         )
+
+
+#: Suites whose generators fit every prompt to the budget (JSONL and natural-language suites
+#: are cut from the left by the engine instead: docs/safety.md).
+GENERATED_SUITES = ("zoo", "zoo19", "zootrain")
+
+
+def check_prompt_fit(tasks: list[Task], loaded, cfg: AblationConfig, suite: str) -> str | None:
+    """Refuse, before any work, a budget beyond the model's context or a generated prompt
+    that does not fit its budget with BOS and the answer (``--shots`` too many for a task that
+    cannot drop demonstrations). Returns a note when an explicit ``--shots`` was cut to fit."""
+    budget = _prompt_limit(cfg, loaded, suite)
+    n_ctx = int(getattr(loaded.info, "n_ctx", 0) or 0)
+    if cfg.max_prompt_tokens is not None and n_ctx and cfg.max_prompt_tokens > n_ctx:
+        raise InputError(
+            f"--max-prompt-tokens {cfg.max_prompt_tokens} exceeds {loaded.info.name}'s "
+            f"{n_ctx}-token context; use --max-prompt-tokens {n_ctx} or less"
+        )
+    if suite not in GENERATED_SUITES or not budget:
+        return None
+    for task in tasks:
+        if not isinstance(task, GenTask):
+            continue
+        longest = max((len(i.prompt.split()) for i in task.items), default=0)
+        need = 1 + longest + task.max_new_tokens
+        if need > budget:
+            fix = "pass fewer --shots" if cfg.shots is not None else "raise --max-prompt-tokens"
+            raise InputError(
+                f"{task.name} prompts need {need} tokens with BOS and the answer, beyond the "
+                f"{budget}-token prompt budget of {loaded.info.name}; {fix}"
+            )
+    if cfg.shots is None:
+        return None
+    cut = sorted({t.name for t in tasks if getattr(t, "shots_kept", cfg.shots) < cfg.shots})
+    if not cut:
+        return None
+    fewest = min(t.shots_kept for t in tasks if t.name in cut)
+    return (
+        f"--shots {cfg.shots} does not fit the {budget}-token prompt budget: {', '.join(cut)} "
+        f"keep the newest demonstrations that fit (at least {fewest})"
+    )
 
 
 def plan_for(loaded, cfg: AblationConfig, scores, cache_path, log=None) -> HeadPlan:

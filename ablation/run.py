@@ -226,8 +226,9 @@ def plan_heads(
     and of every control (Yin and Steinhardt 2025's exclusion: rank by FV score without the top
     induction heads, or the reverse); the target keeps ``ceil(frac x all heads)`` heads."""
     info = loaded.info
-    if n_controls < 0:
-        raise InputError(f"--controls must be >= 0, got {n_controls}")
+    for name, value in (("n_controls", n_controls), ("seed", seed)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InputError(f"{name} must be an integer >= 0, got {value!r}")
     unrolled = None
     if tied:
         plan = loaded.loop_plan

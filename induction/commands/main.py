@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 import typer
@@ -104,6 +105,26 @@ def _os_message(e: OSError) -> str:
         where = f"{str(where)[:60]}...{str(where)[-40:]}"
     what = f"cannot use {where}: " if where else ""
     return f"{what}{e.strerror or type(e).__name__}; {_USER_FIXABLE[e.errno]}"
+
+
+def run_script(main: Callable[[], int | None]) -> NoReturn:
+    """Run a ``benchmarks/`` script's ``main`` as every ``induction`` command runs: a
+    :class:`WorkbenchError` or an OS error the user fixes (no space, permissions, ...) is one
+    ``error:`` line on stderr and exit code 2; any other exception keeps its traceback."""
+    try:
+        code = main()
+    except WorkbenchError as e:
+        _script_fail(str(e) or type(e).__name__)
+    except OSError as e:
+        if e.errno not in _USER_FIXABLE:
+            raise
+        _script_fail(_os_message(e))
+    raise SystemExit(code or 0)
+
+
+def _script_fail(message: str) -> NoReturn:
+    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 
 def _fail(message: str) -> NoReturn:
