@@ -94,9 +94,8 @@ def compute_scores(
     from induction.score_names import SCORES
 
     if score not in SCORES and score not in SCORE_PROVIDERS:
-        hint = " (import induction.circuits.fv to register it)" if score == "fv" else ""
         known = ", ".join([*SCORES, *SCORE_PROVIDERS])
-        raise InputError(f"unknown score {score!r}{hint}; available: {known}")
+        raise InputError(f"unknown score {score!r}; available: {known}")
     cached = None
     if cache_dir is not None:
         cached = Path(cache_dir) / f"{model_fingerprint(loaded)}.scores-{score}.csv"
@@ -316,27 +315,16 @@ def _first_pass(unrolled, layer: int) -> int:
     return next(i for i, (b, _) in enumerate(unrolled) if b == block)
 
 
-#: Modules whose source decides cached results: the engine, readouts, hooks and KV cache, the
-#: task generators, the zoo corpus, and the detector behind the head scores (docs/safety.md).
-CODE_MODULES = (
-    "ablation.engine",
-    "ablation.readout",
-    "ablation.hooks",
-    "ablation.metrics",
-    "ablation.tasks",
-    "induction.zoo.corpus",
-    "induction.scan",
-    "induction.passes",
-    "induction.stripe",
-    "induction.prompts",
-    "induction.kv_cache",
-)
+#: The ablation run: its code and every whole package it depends on decide cached results
+#: (the engine, readouts, hooks, KV cache, task generators, zoo corpus, the detectors and
+#: providers behind head scores; :func:`induction.fingerprint.code_packages`, docs/safety.md).
+CODE_MODULES = ("ablation.pipeline",)
 
 
 def model_fingerprint(loaded) -> str:
     """Content fingerprint of the model files (configs, weights, tokenizer, loop plan, card,
     duplication log; a GGUF's content; a model object's state dict), dtype, device type and
-    the code of :data:`CODE_MODULES` (:func:`induction.fingerprint.model_fingerprint`)."""
+    the code behind :data:`CODE_MODULES` (:func:`induction.fingerprint.model_fingerprint`)."""
     from induction.fingerprint import model_fingerprint as fingerprint
 
     return fingerprint(loaded, CODE_MODULES, engine_version=ENGINE_VERSION)

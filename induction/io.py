@@ -287,6 +287,51 @@ def check_outputs(
                 )
 
 
+def guards_inputs(method: Callable) -> Callable:
+    """Decorator for a result's public writer (``save``, ``plot``): before the method runs,
+    its ``path`` (or ``folder``) argument is refused by :func:`check_outputs` when it is, lies
+    inside or contains one of ``self.inputs``, the files and folders the result was computed
+    from (docs/safety.md). Every public ``save`` in induction/, lineage/ and ablation/ goes
+    through it (tests/test_bad_inputs_4_outputs.py enumerates them)."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(method)
+    arg = next(a for a in ("path", "folder") if a in sig.parameters)
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        target = sig.bind(self, *args, **kwargs).arguments.get(arg)
+        if target is not None:
+            label = f"{type(self).__name__}.{method.__name__}"
+            check_outputs({label: target}, getattr(self, "inputs", None) or ())
+        return method(self, *args, **kwargs)
+
+    guarded.guards_inputs = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def inputs_of(*sources: Any) -> tuple[Path, ...]:
+    """The files and folders a result computed from ``sources`` read, for its ``inputs``
+    (:func:`guards_inputs`): for a spec, what loading it reads
+    (:func:`induction.specs.model_inputs`); for a loaded model (or anything with ``info`` or
+    ``folder``), its folder or file; paths as given. Absolute, de-duplicated."""
+    from induction.specs import model_inputs
+
+    found: list[Path] = []
+    for src in sources:
+        if src is None:
+            continue
+        if isinstance(src, Path):
+            found.append(src)
+            continue
+        found += model_inputs(src)
+        path = getattr(getattr(src, "info", None), "path", None) or getattr(src, "folder", None)
+        if isinstance(path, str | os.PathLike):
+            found.append(Path(path))
+    return tuple(dict.fromkeys(Path(p).expanduser().absolute() for p in found))
+
+
 def prepare_outputs(
     outputs: dict[str, str | Path | Iterable[str | Path] | None],
     inputs: Iterable[str | Path | None],
