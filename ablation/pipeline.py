@@ -194,11 +194,15 @@ def ablate(
                 f"unknown suite {cfg.suite!r}; use one of {', '.join(SUITES)} or a "
                 "path to a JSONL task file"
             )
+    if cfg.heads is None:  # scores and score tables fail before the model loads
+        from ablation.run import check_scores_before_work
+
+        check_scores_before_work(cfg.score, cfg.exclusion(), scores, "the scores table")
     tasks = None
     if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "zootrain", "regbench"):
         tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
     loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
-    suite = cfg.suite or default_suite(loaded.info)
+    suite = cfg.suite or default_suite(loaded.info, getattr(loaded, "card", None))
     if tasks is None:
         tasks = build_tasks(cfg, suite, loaded)
     check_readable(tasks, loaded.tokenizer, suite)
@@ -219,6 +223,8 @@ def ablate(
         progress=progress,
         log=log,
     )
+    for note in plan.notes:  # never silent: on stderr even without ``log``
+        (log or (lambda msg: print(msg, file=sys.stderr)))(f"note: {note}")
     if silent["note"]:
         say(f"note: {silent['note']}")
     announce_reuse(log, run.cached, cache_path)
@@ -233,8 +239,8 @@ def ablate(
     ]
     meta["prompt_tokens_max"] = _prompt_limit(cfg, loaded, suite)
     meta["output_norm"] = {k: v for k, v in silent.items() if k != "note"}
-    if silent["note"]:
-        meta["notes"] = [silent["note"]]
+    if plan.notes or silent["note"]:
+        meta["notes"] = [*plan.notes, *([silent["note"]] if silent["note"] else [])]
     token_loss = None
     if cfg.token_loss:
         from ablation import token_loss as TL

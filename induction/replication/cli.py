@@ -19,6 +19,7 @@ from .results import (
     SUMMARY_END,
     SUMMARY_START,
     check_block,
+    check_out_dir,
     figure_link,
     load_results,
     record_settings,
@@ -199,6 +200,11 @@ def main(
     quiet_libraries()
     if args.jobs < 1:
         print(f"error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    try:
+        check_out_dir(args.out_dir, refs, args.models_dir)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     store = None if args.no_store else MeasurementStore(Path(args.out_dir) / "models")
     settings = settings_from(args)
