@@ -32,6 +32,7 @@ import json
 import math
 import sys
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +62,6 @@ def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
     rewording a docstring or comment or reformatting keeps the stored measurements, and any
     change to the code itself does not (cf. :func:`induction.fingerprint.source_hash`, which
     hashes the bytes)."""
-    import ast
-
     from induction.fingerprint import module_sources, read_source
 
     h = hashlib.sha256()
@@ -72,20 +71,29 @@ def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
             continue
         if f.name in PRESENTATION:
             continue
-        tree = ast.parse(read_source(f).decode("utf-8"))
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if (
-                isinstance(body, list)
-                and body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                node.body = body[1:] or [ast.Pass()]
         h.update(f"{name}:{f.relative_to(folder)}:".encode())
-        h.update(ast.dump(tree, include_attributes=False).encode())
+        h.update(_tree_hash(read_source(f)).encode())
     return h.hexdigest()
+
+
+@lru_cache(maxsize=512)
+def _tree_hash(source: bytes) -> str:
+    """SHA-256 of a module's syntax tree without docstrings (kept per content: a run hashes
+    the code twice, at its start and before each store)."""
+    import ast
+
+    tree = ast.parse(source.decode("utf-8"))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
 
 
 def measured_settings(settings: Settings) -> dict:
