@@ -68,12 +68,12 @@ def ablate(
     if scores_tables and config.heads is not None:
         raise InputError("--scores ranks heads for --frac; --heads names them: pass one")
     scores = read_score_tables(scores_tables or [])
+    outputs = {"--out": out, "--plot": plot, "--token-loss-out": token_loss_out}
+    prepare_outputs(outputs, [*_inputs(model, config), *(scores_tables or [])])
     if config.heads is None:  # every score and column the run reads, before the model loads
         from ablation.run import check_scores_before_work
 
         check_scores_before_work(config.score, config.exclusion(), scores, "the --scores table")
-    outputs = {"--out": out, "--plot": plot, "--token-loss-out": token_loss_out}
-    prepare_outputs(outputs, [*_inputs(model, config), *(scores_tables or [])])
 
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
         loaded = load_model(
