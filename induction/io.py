@@ -8,12 +8,12 @@ The guarantees of docs/safety.md are built here, once, for every command:
 
 - :func:`check_outputs` refuses an output that is (or lies inside, or contains) a file or
   folder the command reads; :func:`model_inputs` lists what a model spec reads.
-- :func:`claim_output` holds an exclusive lock (``flock``; ``msvcrt.locking`` on Windows) on
-  ``.NAME.lock`` beside the output for the whole run, so two runs never write one output (the
-  second fails at once, naming the first one's pid); the system drops the lock when its
-  process dies, even by SIGKILL. On
-  claiming, temporaries that a killed run left (``.NAME.XXXXXXXX.tmp``, ``.NAME.old.XXXXXXXX``)
-  are removed, or put back when they hold the only copy, and stderr says so.
+- :func:`claim_output` holds an exclusive lock (``fcntl.flock``; ``msvcrt.locking`` on Windows)
+  on ``.NAME.lock`` beside the output for the whole run, so two runs never write one output
+  (the second fails at once, naming the first one's pid); the kernel drops the lock when its
+  process dies, even by SIGKILL. On claiming, temporaries that a killed run left
+  (``.NAME.XXXXXXXX.tmp``, ``.NAME.old.XXXXXXXX``) are removed, or put back when they hold
+  the only copy, and stderr says so.
 - :func:`wrote` says ``replaced X`` or ``wrote X``.
 - :func:`check_output_size` refuses an output larger than the free disk space, and one that
   would fill more than :data:`FREE_SHARE` of it (or exceed an explicit size limit) unless the
@@ -186,16 +186,16 @@ def _busy(path: Path, who: str) -> InputError:
 
 
 def _try_lock(fd: int) -> bool:
-    """Take an exclusive, non-blocking lock on open file ``fd``; False when another process
-    holds it. POSIX ``flock`` (dropped by the kernel when the holder dies, even by SIGKILL), or
-    ``msvcrt.locking`` on the first byte on Windows (dropped when the handle closes)."""
+    """Take an exclusive, non-blocking lock on open file ``fd``: ``fcntl.flock`` on POSIX,
+    ``msvcrt.locking`` on Windows; False when another process holds it. The system drops
+    it when the holder dies, even by SIGKILL."""
     try:
         import fcntl
     except ImportError:  # Windows
         import msvcrt
 
         try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
         except OSError:
             return False
         return True
@@ -321,6 +321,51 @@ def check_outputs(
                 raise InputError(
                     f"refusing to write {flag} {out}: {why}; choose another {flag} path"
                 )
+
+
+def guards_inputs(method: Callable) -> Callable:
+    """Decorator for a result's public writer (``save``, ``plot``): before the method runs,
+    its ``path`` (or ``folder``) argument is refused by :func:`check_outputs` when it is, lies
+    inside or contains one of ``self.inputs``, the files and folders the result was computed
+    from (docs/safety.md). Every public ``save`` in induction/, lineage/ and ablation/ goes
+    through it (tests/test_bad_inputs_4_outputs.py enumerates them)."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(method)
+    arg = next(a for a in ("path", "folder") if a in sig.parameters)
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        target = sig.bind(self, *args, **kwargs).arguments.get(arg)
+        if target is not None:
+            label = f"{type(self).__name__}.{method.__name__}"
+            check_outputs({label: target}, getattr(self, "inputs", None) or ())
+        return method(self, *args, **kwargs)
+
+    guarded.guards_inputs = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def inputs_of(*sources: Any) -> tuple[Path, ...]:
+    """The files and folders a result computed from ``sources`` read, for its ``inputs``
+    (:func:`guards_inputs`): for a spec, what loading it reads
+    (:func:`induction.specs.model_inputs`); for a loaded model (or anything with ``info`` or
+    ``folder``), its folder or file; paths as given. Absolute, de-duplicated."""
+    from induction.specs import model_inputs
+
+    found: list[Path] = []
+    for src in sources:
+        if src is None:
+            continue
+        if isinstance(src, Path):
+            found.append(src)
+            continue
+        found += model_inputs(src)
+        path = getattr(getattr(src, "info", None), "path", None) or getattr(src, "folder", None)
+        if isinstance(path, str | os.PathLike):
+            found.append(Path(path))
+    return tuple(dict.fromkeys(Path(p).expanduser().absolute() for p in found))
 
 
 def prepare_outputs(

@@ -51,6 +51,7 @@ from induction.circuits.patching import (
     z_hook,
 )
 from induction.errors import InputError
+from induction.io import guards_inputs, inputs_of
 from induction.jobs import job_config
 
 
@@ -233,6 +234,8 @@ class EffectsResult:
     timing: dict[str, float] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     scores: Any = None  # optional scan table (induction, previous_token) for the report
+    #: what the run read (the model's folder): :meth:`save`/:meth:`plot` never write there
+    inputs: tuple[Path, ...] = field(default=(), repr=False)
 
     def to_frame(self):
         import pandas as pd
@@ -269,6 +272,7 @@ class EffectsResult:
             **self.settings,
         }
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         from induction.io import write_table
 
@@ -276,6 +280,7 @@ class EffectsResult:
         write_table(self.to_frame(), path)
         return path
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """Layer x head heatmap of the ablation effect (and AtP beside it), layer 0 at the top
         as in the scan heatmap (:func:`induction.plots.heatmap`); each panel has its own colour
@@ -398,6 +403,7 @@ def run(
         timing=timing,
         settings={"seq_len": s.prompts.seq_len, "batch": cfg.batch, "seeds": list(s.prompts.seeds)},
         scores=table,
+        inputs=inputs_of(model, s),
     )
 
 

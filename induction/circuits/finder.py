@@ -50,6 +50,7 @@ from induction.circuits.patching import (
 )
 from induction.errors import InputError
 from induction.heads import Head, head_label
+from induction.io import guards_inputs, inputs_of
 from induction.jobs import job_config
 
 DEFAULT_PARTNERS = 3
@@ -105,6 +106,8 @@ class CircuitResult:
     key_path_note: str
     settings: dict[str, Any] = field(default_factory=dict)
     lineage: Any = None  # induction.circuits.history.CircuitLineage, when the model was grown
+    #: what the run read (the model's folder): :meth:`save`/:meth:`plot` never write there
+    inputs: tuple[Path, ...] = field(default=(), repr=False)
 
     def to_frame(self):
         df = self.table.copy()
@@ -146,6 +149,7 @@ class CircuitResult:
             out["lineage"] = self.lineage.summary()
         return out
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         """The table (.csv/.parquet/.jsonl/.json, as ``induction scan --out``)."""
         from induction.io import write_table
@@ -154,6 +158,7 @@ class CircuitResult:
         write_table(self.to_frame(), path)
         return path
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """K-composition above baseline against the causal drop, one point per pair; saved if
         a path (.html or .png, as :meth:`induction.circuits.effects.EffectsResult.plot`)."""
@@ -338,6 +343,7 @@ def find_circuits(
     cfg = job_config(CircuitsConfig, config, overrides, "circuits")
     s = setup(model, seq_len=cfg.seq_len, batch=cfg.batch, seeds=cfg.seeds)
     v = s.v
+    inputs = inputs_of(model, s)
     scores = induction_scores(
         s.loaded,
         seq_len=s.prompts.seq_len,
@@ -362,9 +368,11 @@ def find_circuits(
         note += "; grouped-query model: the patch reaches the head's whole key/value group"
     if not heads:
         empty = pd.DataFrame(columns=["induction_head", "partner", "partner_rank"])
-        return CircuitResult(
+        result = CircuitResult(
             s.name, empty, [], cfg.threshold, cfg.top, baseline, False, note, settings
         )
+        result.inputs = inputs
+        return result
     kcomp = composition_scores(weights, "k", readers=heads)
     candidates = [(la, ha) for la in range(max(h[0] for h in heads)) for ha in range(v.n_heads)]
     has_key = cfg.key_path and "blocks.0.attn.hook_k_input" in v.bridge.hook_dict
@@ -432,4 +440,5 @@ def find_circuits(
     result = CircuitResult(
         s.name, df, heads, cfg.threshold, cfg.top, baseline, keyd is not None, note, settings
     )
+    result.inputs = inputs
     return result

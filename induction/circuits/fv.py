@@ -53,6 +53,7 @@ from torch import Tensor
 from induction.circuits.config import DEFAULT_MAX_ROWS, FVConfig
 from induction.errors import InputError
 from induction.heads import Head
+from induction.io import guards_inputs, inputs_of
 from induction.jobs import as_loaded, job_config
 from induction.kv_cache import last_token_logits, prefix_cache
 
@@ -283,6 +284,8 @@ class FVResult:
     #: per task and prompt seed: ``p_clean``, ``p_corrupted`` (the answer's mean probability
     #: without a patch) and ``headroom`` (their difference: the most a head's CIE can be).
     baselines: pd.DataFrame | None = None
+    #: what the run read (the model's folder): :meth:`save`/:meth:`plot` never write there
+    inputs: tuple[Path, ...] = field(default=(), repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -301,11 +304,13 @@ class FVResult:
 
         return top_frac(self.table, frac, "fv")
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         from induction.io import write_table
 
         return write_table(self.table, path)
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """Layer x head heatmap of the FV score (saved when a path is given)."""
         import plotly.graph_objects as go
@@ -376,12 +381,17 @@ def run(
     info = loaded.info
     suite = cfg.suite or ("zoofacts" if info.zoo_vocabulary else "words")
     source = pair_tasks(suite)
-    names = list(cfg.tasks) if cfg.tasks else source.task_names()
+    # a task named twice counts once in the mean, as in ``induction ablate``
+    names = list(dict.fromkeys(cfg.tasks)) if cfg.tasks else source.task_names()
     unknown = sorted(set(names) - set(source.task_names()))
     if unknown:
         raise InputError(
             f"unknown {suite} task(s) {', '.join(unknown)}; see `induction tasks {suite}`"
         )
+    from ablation.pipeline import refuse_unreadable
+
+    demos = [ex.demo for n in names for ex in pair_examples(suite, n)[0][:16]]
+    refuse_unreadable(demos, loaded.tokenizer, suite, "--suite zoofacts")
     heads = [(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
     device = next(loaded.hf_model.parameters()).device
     foreign = _foreign_labels(suite, source.task_names()) if cfg.corruption == "foreign" else {}
@@ -423,7 +433,7 @@ def run(
                 "n_prompts": cfg.n_prompts, "shots": cfg.shots, "seeds": cfg.seeds,
                 "corruption": cfg.corruption}  # fmt: skip
     return FVResult(model=info.name, table=table, settings=settings,
-                    baselines=pd.DataFrame(baselines))  # fmt: skip
+                    baselines=pd.DataFrame(baselines), inputs=inputs_of(model, loaded))  # fmt: skip
 
 
 def _foreign_labels(suite: str, names: Sequence[str]) -> dict[str, list[str]]:
@@ -437,19 +447,10 @@ def _foreign_labels(suite: str, names: Sequence[str]) -> dict[str, list[str]]:
 fv_scores = run
 
 
-def _fv_table(loaded) -> pd.DataFrame:
+def fv_table(loaded) -> pd.DataFrame:
     """The ``fv`` score for ``induction ablate --score fv`` / ``--exclude fv:FRAC`` (the
     defaults of :func:`fv_scores`)."""
     result = fv_scores(loaded)
     table = result.table[["layer", "head", "fv", "fv_std"]].copy()
     table.attrs["fv"] = result.settings
     return table
-
-
-def _register() -> None:
-    from induction.score_names import FV_SCORE, register_head_score
-
-    register_head_score(FV_SCORE, _fv_table)
-
-
-_register()

@@ -79,6 +79,10 @@ def ablate(
     scores = read_score_tables(scores_tables or [])
     outputs = {"--out": out, "--plot": plot, "--token-loss-out": token_loss_out}
     prepare_outputs(outputs, [*_inputs(model, config), *(scores_tables or [])])
+    if config.heads is None:  # every score and column the run reads, before the model loads
+        from ablation.run import check_scores_before_work
+
+        check_scores_before_work(config.score, config.exclusion(), scores, "the --scores table")
 
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
         from induction.progress import phase
