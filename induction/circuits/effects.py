@@ -47,6 +47,8 @@ from induction.circuits.patching import (
     mask_hook,
     nll_at,
     run_rows,
+    shortcut_exact,
+    unembed,
     view,
     z_hook,
 )
@@ -180,9 +182,9 @@ def attribution(s: Setup, repl: Replacement, clean: Clean) -> torch.Tensor:
             torch.enable_grad(),
             v.bridge.hooks(fwd_hooks=[(z_hook(i), leaf) for i in range(v.n_layers)]),
         ):
-            if v.can_skip:  # unembed only the scored positions (forward and backward)
+            if v.can_skip and shortcut_exact(v, s.tokens, 0):  # unembed scored positions only
                 hidden = v.base(input_ids=s.tokens, use_cache=False).last_hidden_state
-                logits = v.lm_head(hidden.index_select(1, s.logits_at))
+                logits = unembed(v, hidden.index_select(1, s.logits_at))
             else:
                 logits = v.bridge(s.tokens, return_type="logits").index_select(1, s.logits_at)
             loss = nll_at(logits, s.targets).mean()
