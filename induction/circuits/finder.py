@@ -375,12 +375,12 @@ def find_circuits(
     with progress_reporter(cfg.progress) as bar:
         task = f"circuits of {s.name}: ablating partners"
         advance = bar.task(2 + _passes(heads, candidates, per, has_key), task)
-        clean = clean_pass(v, s.tokens)
+        stop = max(h[0] for h in heads) + 1  # nothing at or after it is read
+        clean = clean_pass(v, s.tokens, stop=stop)
         repl = make_replacement(v, cfg.mode, cfg.reference, s.tokens, clean, s.info)
         advance()
         reader = _Reader(s, heads)
         with torch.no_grad():
-            stop = max(h[0] for h in heads) + 1
             run_rows(v, s.tokens, stop=stop, hooks=reader.hooks(len(s.tokens)))
         clean_scores = reader.out.T.clone()  # [heads, B]
         advance()

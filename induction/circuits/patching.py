@@ -217,7 +217,9 @@ def run_rows(
     ``logits_at`` (``[rows, len(logits_at), vocab]``), or None when ``logits_at`` is None.
     """
     stop = v.n_layers if stop is None else stop
-    skip = v.can_skip and (start > 0 or stop < v.n_layers) and shortcut_exact(v, tokens, start)
+    # the shortcut also from layer 0: the LM head then runs on ``logits_at`` only, never on
+    # every position of every row ([rows, pos, vocab] is most of a pass's memory)
+    skip = v.can_skip and shortcut_exact(v, tokens, start)
     with v.bridge.hooks(fwd_hooks=list(hooks)):
         if skip:
             if resid is None:
@@ -272,8 +274,11 @@ def clean_pass(
     logits_at: Int[Tensor, " at"] | None = None,
     targets: Int[Tensor, "batch at"] | None = None,
     layers: Sequence[int] | None = None,
+    stop: int | None = None,
 ) -> Clean:
-    layers = range(v.n_layers) if layers is None else layers
+    """Residual entering and ``hook_z`` of each of ``layers`` (default all), and the loss at
+    ``logits_at`` when given; without logits the pass stops before layer ``stop``."""
+    layers = range(v.n_layers if stop is None else stop) if layers is None else layers
     resid: dict[int, torch.Tensor] = {}
     zs: dict[int, torch.Tensor] = {}
 
@@ -285,11 +290,10 @@ def clean_pass(
 
     hooks = [(f"blocks.{layer}.hook_resid_pre", grab_resid) for layer in layers]
     hooks += [(z_hook(layer), grab_z) for layer in layers]
-    with v.bridge.hooks(fwd_hooks=hooks):
-        logits = v.bridge(tokens, return_type="logits" if logits_at is not None else None)
-    loss = None
     if logits_at is not None:
-        loss = nll_at(logits.index_select(1, logits_at), targets)
+        stop = None
+    logits = run_rows(v, tokens, stop=stop, logits_at=logits_at, hooks=hooks)
+    loss = None if logits_at is None else nll_at(logits, targets)
     return Clean(resid, zs, loss)
 
 
