@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from induction.errors import InputError
 from induction.heads import head_label
+from induction.io import guards_inputs
 from induction.score_names import INDUCTION_THRESHOLD
 
 if TYPE_CHECKING:
@@ -149,13 +150,14 @@ class CopiedHeads:
             + f"; {became} became induction heads after the copy."
         )
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         """The table (.csv/.parquet/.json), atomically; never over the sweep it was read from."""
-        from induction.io import check_outputs, write_table
+        from induction.io import write_table
 
-        check_outputs({"path": path}, self.inputs)
         return write_table(self.table, path)
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """Induction and previous-token score of every descendant from its copy on, one panel
         per score, coloured by class (saved when a path is given: .html or .png)."""
@@ -200,10 +202,8 @@ class CopiedHeads:
             height=460,
         )
         if path is not None:
-            from induction.io import check_outputs
             from induction.plots import save_figure
 
-            check_outputs({"path": path}, self.inputs)
             note = save_figure(fig, Path(path))
             if note:
                 raise InputError(note)

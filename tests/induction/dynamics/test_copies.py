@@ -84,3 +84,12 @@ def test_a_series_without_the_pre_growth_checkpoint_is_refused():
     rows = _rows({})
     with pytest.raises(InputError, match="step-20-pre"):
         copied_heads(rows[rows.checkpoint != "step-20-pre"], _log())
+
+
+def test_the_table_is_never_written_into_the_sweep_it_was_read_from(tmp_path):
+    result = copied_heads(_rows({}), _log())
+    result.inputs = [tmp_path / "sweep"]
+    (tmp_path / "sweep").mkdir()
+    with pytest.raises(InputError, match="sweep"):
+        result.save(tmp_path / "sweep" / "copies.csv")
+    assert result.save(tmp_path / "copies.csv").is_file()
