@@ -24,6 +24,7 @@ from ablation.run import HeadPlan, RunResult
 from ablation.tasks.base import GenTask, Task
 from induction.errors import InputError
 from induction.heads import head_label
+from induction.io import guards_inputs
 
 if TYPE_CHECKING:
     from ablation.token_loss import TokenLossResult
@@ -77,50 +78,47 @@ class AblationResult:
     def to_frame(self) -> pd.DataFrame:
         return self.report.copy()
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         """Write the report atomically: ``.csv``/``.parquet``/``.jsonl`` rows, or ``.json``
         with the run's settings and head sets under ``meta``. A path that is, lies inside or
         contains one of the run's ``inputs`` (the model's folder, task files, lm-eval task
         configs and their data) is refused with :class:`~induction.errors.InputError`."""
         from ablation.report import write_report
-        from induction.io import check_outputs
 
-        check_outputs({"--out": path}, self.inputs)
         return write_report(self.report, path, self.meta)
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """The drop per task against the random controls (plotly figure; written when
         ``path`` is given, refused over the run's ``inputs`` as in :meth:`save`)."""
         from ablation.render import report_figure, save_report_figure
 
-        if path is not None:
-            from induction.io import check_outputs
-
-            check_outputs({"--plot": path}, self.inputs)
         fig = report_figure(self.report, title=self.title)
         if path is not None:
             save_report_figure(fig, path)
         return fig
 
     def gate_lines(self) -> list[str]:
-        """The validity gates, one line each: the model's, then each readout's suite gate."""
+        """The validity gates, one line each, PASS or FAIL first and why after: the model's,
+        then each readout's suite gate."""
         from ablation.gates import suite_gate
 
         lines = []
         for g in self.model_gates:
-            state = "n/a" if g.passed is None else ("pass" if g.passed else "FAIL")
-            lines.append(f"gate {g.name}: {state}: {g.detail}")
+            state = "N/A " if g.passed is None else ("PASS" if g.passed else "FAIL")
+            lines.append(f"{state} gate {g.name}: {g.detail}")
         if self.gates is not None and not self.gates.empty:
             for readout in [
                 None,
                 *[r for r in ("cand_acc", "logprob") if r in set(self.gates.readout)],
             ]:
                 s = suite_gate(self.gates, readout)
-                state = "pass" if s["passed"] else "FAIL"
-                sat = ", mean drop saturated" if s.get("saturated") else ""
+                state = "PASS" if s["passed"] else "FAIL"
+                sat = "mean drop saturated; " if s.get("saturated") else ""
                 lines.append(
-                    f"gate {s['readout']}: {state}: {s['above_chance']} of {s['tasks']} tasks "
-                    f"above chance (needs most){sat}"
+                    f"{state} gate {s['readout']}: {sat}{s['above_chance']} of {s['tasks']} "
+                    "tasks above chance (needs most)"
                 )
         return lines
 
@@ -149,11 +147,18 @@ class AblationResult:
         if row.empty:
             return "no measured mean"
         r = row.iloc[0]
-        return (
+        line = (
             f"{key} drop {r['drop']:+.3f} against uniform random heads {r.ctrl_mean:+.3f} "
             f"(p {r.p_ctrl:.2f}) and layer-shaped random heads {r.shaped_mean:+.3f} "
             f"(p {r.p_shaped:.2f})"
         )
+        floor = 1 / (self.config.controls + 1)  # the target ranks first among n + 1 sets
+        if floor > 0.05:
+            line += (
+                f"; with {self.config.controls} random sets p cannot go below {floor:.2f}, so "
+                "p <= 0.05 is out of reach (use --controls 19 or more)"
+            )
+        return line
 
     def print(self, console=None) -> None:
         """The report as a rich table (stdout by default)."""
@@ -202,11 +207,15 @@ def ablate(
                 f"unknown suite {cfg.suite!r}; use one of {', '.join(SUITES)} or a "
                 "path to a JSONL task file"
             )
+    if cfg.heads is None:  # scores and score tables fail before the model loads
+        from ablation.run import check_scores_before_work
+
+        check_scores_before_work(cfg.score, cfg.exclusion(), scores, "the scores table")
     tasks = None
     if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "zootrain", "regbench"):
         tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
     loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
-    suite = cfg.suite or default_suite(loaded.info)
+    suite = cfg.suite or default_suite(loaded.info, getattr(loaded, "card", None))
     if tasks is None:
         tasks = build_tasks(cfg, suite, loaded)
     check_readable(tasks, loaded.tokenizer, suite)
@@ -230,6 +239,8 @@ def ablate(
         progress=progress,
         log=log,
     )
+    for note in plan.notes:  # never silent: on stderr even without ``log``
+        (log or (lambda msg: print(msg, file=sys.stderr)))(f"note: {note}")
     if silent["note"]:
         say(f"note: {silent['note']}")
     announce_reuse(log, run.cached, cache_path)
@@ -244,8 +255,8 @@ def ablate(
     ]
     meta["prompt_tokens_max"] = _prompt_limit(cfg, loaded, suite)
     meta["output_norm"] = {k: v for k, v in silent.items() if k != "note"}
-    if silent["note"]:
-        meta["notes"] = [silent["note"]]
+    if plan.notes or silent["note"]:
+        meta["notes"] = [*plan.notes, *([silent["note"]] if silent["note"] else [])]
     token_loss = None
     if cfg.token_loss:
         from ablation import token_loss as TL
@@ -409,22 +420,27 @@ def build_tasks(cfg: AblationConfig, suite: str, loaded: LoadedModel | None = No
 def check_readable(tasks: list[Task], tokenizer, suite: str) -> None:
     """Refuse a suite whose prompts are mostly unknown tokens to the model (natural-language
     tasks on the zoo's 128-word vocabulary): its scores would measure nothing."""
+    prompts = [item.prompt for t in tasks if isinstance(t, GenTask) for item in t.items[:16]]
+    refuse_unreadable(prompts, tokenizer, suite, "--suite zoo19 or zoo")
+
+
+def refuse_unreadable(texts: list[str], tokenizer, suite: str, zoo_hint: str) -> None:
+    """One refusal for every command: ``suite`` is refused when more than
+    :data:`MAX_UNKNOWN_SHARE` of the tokens of ``texts`` are the tokenizer's unknown token;
+    ``zoo_hint`` names the suites a zoo model reads."""
     unk = getattr(tokenizer, "unk_token_id", None)
     if unk is None:
         return
     n_tokens = n_unknown = 0
-    for task in tasks:
-        if not isinstance(task, GenTask):
-            continue
-        for item in task.items[:16]:
-            ids = tokenizer(item.prompt)["input_ids"]
-            n_tokens += len(ids)
-            n_unknown += sum(1 for i in ids if i == unk)
+    for text in texts:
+        ids = tokenizer(text)["input_ids"]
+        n_tokens += len(ids)
+        n_unknown += sum(1 for i in ids if i == unk)
     if n_tokens and n_unknown / n_tokens > MAX_UNKNOWN_SHARE:
         raise InputError(
             f"suite {suite!r} is {n_unknown / n_tokens:.0%} unknown tokens for this model's "
             "vocabulary, so its scores would mean nothing; pick a suite in the model's "
-            "vocabulary (zoo models: --suite zoo19 or zoo)"
+            f"vocabulary (zoo models: {zoo_hint})"
         )
 
 

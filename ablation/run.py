@@ -48,6 +48,7 @@ class HeadPlan:
     # controls with the target's heads-per-layer profile (selection.shaped_controls)
     shaped: list[list[tuple[int, int]]] = field(default_factory=list)
     band: int | None = None
+    notes: list[str] = field(default_factory=list)  # said on stderr and kept in the report
 
     def head_sets(self) -> list[tuple[str, list[tuple[int, int]]]]:
         """``(label, heads)`` of the target, every uniform and every shaped control."""
@@ -91,12 +92,8 @@ def compute_scores(
     the column used for ranking). With ``cache_dir`` the scores are kept beside the result
     cache so a resumed run ranks heads identically without rescoring."""
     from induction.scan import induction_scores
-    from induction.score_names import SCORES
 
-    if score not in SCORES and score not in SCORE_PROVIDERS:
-        hint = " (import induction.circuits.fv to register it)" if score == "fv" else ""
-        known = ", ".join([*SCORES, *SCORE_PROVIDERS])
-        raise InputError(f"unknown score {score!r}{hint}; available: {known}")
+    check_score_name(score)
     cached = None
     if cache_dir is not None:
         cached = Path(cache_dir) / f"{model_fingerprint(loaded)}.scores-{score}.csv"
@@ -120,35 +117,101 @@ def compute_scores(
     return df
 
 
-def check_score_table(scores: pd.DataFrame, score: str, n_layers: int, n_heads: int) -> None:
-    """A head-score table given by the caller names each head of the model once, inside its
-    shape, with a finite score: anything else would rank heads that do not exist, twice, or
-    by nothing."""
-    missing = [c for c in ("layer", "head", score) if c not in scores.columns]
+def check_score_name(score: str, table: pd.DataFrame | None = None) -> None:
+    """Refuse a score no table column holds and no scorer computes (one line, before work)."""
+    from induction.score_names import SCORES
+
+    if score in SCORES or score in SCORE_PROVIDERS:
+        return
+    if table is not None and score in table.columns:
+        return
+    known = ", ".join([*SCORES, *SCORE_PROVIDERS])
+    raise InputError(f"unknown score {score!r}; available: {known}")
+
+
+def check_scores_before_work(
+    score: str, exclusion: tuple[str, float] | None, scores: pd.DataFrame | None, where: str
+) -> None:
+    """Before the model loads: the ranking score and the ``--exclude`` score are known (a
+    scorer or a column of ``scores``), and every column of ``scores`` they read is whole
+    (:func:`check_score_columns`); the model's shape is checked once it is loaded."""
+    names = [score, *([exclusion[0]] if exclusion else [])]
+    for name in names:
+        check_score_name(name, scores if isinstance(scores, pd.DataFrame) else None)
+    if scores is not None:
+        read = [n for n in names if n == score or n in scores.columns]
+        check_score_columns(scores, read, where)
+
+
+def check_score_columns(scores: pd.DataFrame, columns, where: str = "the score table") -> None:
+    """The checks a score table passes before any work, whatever the model: ``layer``,
+    ``head`` and every column in ``columns`` (the ones a command reads: ``--score``, the
+    ``--exclude`` score) present; at least one row; whole, non-negative layer and head numbers,
+    each head once; a finite number in every cell of ``columns`` (docs/safety.md)."""
+    if not isinstance(scores, pd.DataFrame):
+        raise InputError(
+            f"{where} must be a pandas DataFrame with layer, head and score columns, got "
+            f"{type(scores).__name__}; read a file with induction.io.read_table"
+        )
+    columns = list(dict.fromkeys(columns))
+    missing = [c for c in ("layer", "head", *columns) if c not in scores.columns]
     if missing:
         raise InputError(
-            f"the score table has no {', '.join(missing)} column; it needs layer, head, {score}"
+            f"{where} has no {', '.join(missing)} column; it needs layer, head, "
+            f"{', '.join(columns)}"
         )
-    try:
-        layer = pd.to_numeric(scores["layer"], errors="raise")
-        head = pd.to_numeric(scores["head"], errors="raise")
-        value = pd.to_numeric(scores[score], errors="raise")
-    except (ValueError, TypeError):
-        raise InputError(f"the score table's layer, head and {score} must be numbers") from None
-    pairs = pd.DataFrame({"l": layer, "h": head})
-    outside = pairs[(layer < 0) | (layer >= n_layers) | (head < 0) | (head >= n_heads)]
-    if len(outside):
-        name = head_label(int(outside.iloc[0]["l"]), int(outside.iloc[0]["h"]))
-        raise InputError(
-            f"the score table names head {name}, outside the model's {n_layers} layers x "
-            f"{n_heads} heads; score this model's heads"
-        )
+    if scores.empty:
+        raise InputError(f"{where} names no head; pass a table with a row for every head")
+    for col in ("layer", "head", *columns):
+        values = pd.to_numeric(scores[col], errors="coerce")
+        bad = scores[col][values.isna() & scores[col].notna()] if col in columns else None
+        if col in ("layer", "head"):
+            wrong = scores[col][values.isna() | (values % 1 != 0) | (values < 0)]
+            if len(wrong):
+                raise InputError(
+                    f"{where}'s {col} column holds {wrong.iloc[0]!r}, not a head index; "
+                    "layers and heads are whole numbers from 0"
+                )
+        elif bad is not None and len(bad):
+            raise InputError(
+                f"{where}'s {col} column holds {bad.iloc[0]!r}, not a number; "
+                f"every {col} score must be a finite number"
+            )
+        elif not values.map(math.isfinite).all():
+            raise InputError(
+                f"{where}'s {col} column holds NaN or infinite values; every {col} score must "
+                "be a finite number"
+            )
+    pairs = scores[["layer", "head"]].apply(pd.to_numeric).astype(int)
     twice = pairs[pairs.duplicated()]
     if len(twice):
-        name = head_label(int(twice.iloc[0]["l"]), int(twice.iloc[0]["h"]))
-        raise InputError(f"the score table lists head {name} twice; once each")
-    if not value.map(math.isfinite).all():
-        raise InputError(f"the score table's {score} column holds NaN or infinite values")
+        name = head_label(int(twice.iloc[0]["layer"]), int(twice.iloc[0]["head"]))
+        raise InputError(f"{where} lists head {name} twice; once each")
+
+
+def check_score_table(
+    scores: pd.DataFrame, score, n_layers: int, n_heads: int, where: str = "the score table"
+) -> None:
+    """A head-score table given by the caller: :func:`check_score_columns` for ``score`` (a
+    column name or several), then the model's shape: every head of its ``n_layers`` x
+    ``n_heads`` once, none outside it. Anything else would rank heads that do not exist,
+    twice, by nothing, or only some of them."""
+    columns = [score] if isinstance(score, str) else list(score)
+    check_score_columns(scores, columns, where)
+    pairs = scores[["layer", "head"]].apply(pd.to_numeric).astype(int)
+    layer, head = pairs["layer"], pairs["head"]
+    outside = pairs[(layer >= n_layers) | (head >= n_heads)]
+    if len(outside):
+        name = head_label(int(outside.iloc[0]["layer"]), int(outside.iloc[0]["head"]))
+        raise InputError(
+            f"{where} names head {name}, outside the model's {n_layers} layers x "
+            f"{n_heads} heads; score this model's heads"
+        )
+    if len(pairs) != n_layers * n_heads:
+        raise InputError(
+            f"{where} scores {len(pairs)} of the model's {n_layers * n_heads} heads; "
+            "it must list every head once"
+        )
 
 
 def _check_controls_possible(n_target: int, pool, info) -> None:
@@ -248,10 +311,18 @@ def plan_heads(
             _check_controls_possible(n_selected(frac, info.n_layers * info.n_heads), None, info)
         if scores is None:
             if log:
-                log(f"ranking {info.n_layers * info.n_heads} heads by {score} score")
-            scores = compute_scores(loaded, score=score, cache_dir=cache_dir)
+                log(
+                    f"ranking {info.n_layers * info.n_heads} heads by {score} score (a table "
+                    "from `induction scan --out` or `induction fv --out`, passed as --scores, "
+                    "skips this)"
+                )
+            # progress when a log listens: on a real model this scan takes minutes
+            scores = compute_scores(
+                loaded, score=score, cache_dir=cache_dir, progress=log is not None
+            )
         else:
-            check_score_table(scores, score, info.n_layers, info.n_heads)
+            read = [score, *([exclude[0]] if exclude and exclude[0] in scores.columns else [])]
+            check_score_table(scores, read, info.n_layers, info.n_heads)
         table = tied_scores(scores, unrolled) if tied else scores
         excluded: list = []
         if exclude is not None:
@@ -290,6 +361,14 @@ def plan_heads(
         match_layers=match_layers,
         pool=pool,
     )
+    notes = []
+    n_pool = len(pool) if pool is not None else info.n_layers * info.n_heads
+    if controls and not match_layers and 2 * len(target) > n_pool:
+        notes.append(
+            f"the target takes {len(target)} of {n_pool} heads, so each uniform control of "
+            f"{len(target)} heads shares at least {2 * len(target) - n_pool} with it; lower "
+            "--frac for controls apart from the target"
+        )
     band = band_half_width(info.n_layers) if band is None else band
     shaped = shaped_controls(
         target,
@@ -309,6 +388,7 @@ def plan_heads(
         unrolled_layers=unrolled,
         shaped=shaped,
         band=band,
+        notes=notes,
     )
 
 
@@ -317,27 +397,16 @@ def _first_pass(unrolled, layer: int) -> int:
     return next(i for i, (b, _) in enumerate(unrolled) if b == block)
 
 
-#: Modules whose source decides cached results: the engine, readouts, hooks and KV cache, the
-#: task generators, the zoo corpus, and the detector behind the head scores (docs/safety.md).
-CODE_MODULES = (
-    "ablation.engine",
-    "ablation.readout",
-    "ablation.hooks",
-    "ablation.metrics",
-    "ablation.tasks",
-    "induction.zoo.corpus",
-    "induction.scan",
-    "induction.passes",
-    "induction.stripe",
-    "induction.prompts",
-    "induction.kv_cache",
-)
+#: The ablation run: its code and every whole package it depends on decide cached results
+#: (the engine, readouts, hooks, KV cache, task generators, zoo corpus, the detectors and
+#: providers behind head scores; :func:`induction.fingerprint.code_packages`, docs/safety.md).
+CODE_MODULES = ("ablation.pipeline",)
 
 
 def model_fingerprint(loaded) -> str:
     """Content fingerprint of the model files (configs, weights, tokenizer, loop plan, card,
     duplication log; a GGUF's content; a model object's state dict), dtype, device type and
-    the code of :data:`CODE_MODULES` (:func:`induction.fingerprint.model_fingerprint`)."""
+    the code behind :data:`CODE_MODULES` (:func:`induction.fingerprint.model_fingerprint`)."""
     from induction.fingerprint import model_fingerprint as fingerprint
 
     return fingerprint(loaded, CODE_MODULES, engine_version=ENGINE_VERSION)

@@ -45,7 +45,10 @@ def top_frac(scores: pd.DataFrame, frac: float, score: str = "induction") -> lis
 
 
 def top_k(scores: pd.DataFrame, k: int, score: str = "induction") -> list[Head]:
-    """The ``k`` heads with the highest ``score``, ties by (layer, head); sorted."""
+    """The ``k`` heads with the highest ``score``, ties by (layer, head); sorted. A score
+    column without a single number ranks nothing and is refused."""
+    if k > 0 and not scores[score].notna().any():
+        raise InputError(f"the {score} scores hold no number (all NaN); nothing to rank by")
     ordered = scores.assign(_s=scores[score].fillna(-math.inf)).sort_values(
         ["_s", "layer", "head"], ascending=[False, True, True], kind="mergesort"
     )

@@ -40,6 +40,7 @@ from ablation.hooks import HeadAblation, head_means
 from ablation.results import TARGET
 from induction.errors import InputError
 from induction.heads import Head
+from induction.io import guards_inputs, inputs_of
 from induction.target import model_device
 
 if TYPE_CHECKING:
@@ -142,6 +143,8 @@ class TokenLossResult:
     clean_se: float
     table: pd.DataFrame
     settings: dict = field(default_factory=dict)
+    #: what the run read (the model's folder): :meth:`save`/:meth:`plot` never write there
+    inputs: tuple[Path, ...] = field(default=(), repr=False)
 
     def summary(self) -> dict:
         """The target's effect beside the controls': mean, sd, and the share of controls with
@@ -174,11 +177,13 @@ class TokenLossResult:
         frame["clean"] = self.clean
         return frame
 
+    @guards_inputs
     def save(self, path: str | Path) -> None:
         from induction.io import write_table
 
         write_table(self.to_frame(), Path(path))
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """The target's effect against the controls' (a strip of controls, the target marked)."""
         import plotly.graph_objects as go
@@ -238,6 +243,7 @@ def run(
         tokens, source = natural_text(loaded.tokenizer, n, length, seed), text_source()
     store = _Store(cache, loaded, (n, length, seed, source, mode, mean_over)) if cache else None
     found_means: list = []
+    reused: list[int] = []
 
     def means():
         if mode != "mean":
@@ -255,6 +261,7 @@ def run(
     def differences(heads: list[tuple[int, int]]) -> np.ndarray:
         hit = store.get(heads) if store is not None else None
         if hit is not None and len(hit) == len(tokens):
+            reused.append(1)
             return hit
         ablation = HeadAblation(heads, mode, means(), mean_over) if heads else None
         diff = loss_differences(loaded, tokens, ablation, batch)
@@ -278,6 +285,12 @@ def run(
                 "effect_se": float(paired.std(ddof=1) / np.sqrt(len(paired))),
             }
         )
+    if reused and store is not None:  # docs/safety.md: reused results are announced
+        print(
+            f"reusing {len(reused)} cached token-loss result(s) from {store.folder} "
+            "(--no-cache recomputes)",
+            file=sys.stderr,
+        )
     return TokenLossResult(
         model=info.name,
         clean=float(clean.mean()),
@@ -291,6 +304,7 @@ def run(
             "text": source,
             "windows": windows(length),
         },  # fmt: skip
+        inputs=inputs_of(loaded),
     )
 
 
@@ -309,7 +323,7 @@ class _Store:
         from induction.fingerprint import fingerprint, source_hash
 
         self.folder = Path(folder) / model_fingerprint(loaded)
-        self.base = fingerprint(settings, source_hash(("ablation.token_loss", "ablation.hooks")))
+        self.base = fingerprint(settings, source_hash(("ablation.token_loss",)))
 
     def _path(self, heads: list[tuple[int, int]]) -> tuple[Path, str]:
         from induction.fingerprint import fingerprint

@@ -14,6 +14,12 @@ present) are skipped. A fixed-protocol model trains in its own folder with check
 interrupted build resumes each unfinished model from its latest checkpoint, bit-identically,
 and a build can span sessions; a first-zoo model restarts (its folder appears atomically,
 renamed from ``.partial``). Nothing is committed. Prints a summary table from the cards.
+
+Each model folder is claimed while it builds (``induction.io.claim_output``, as the CLI claims
+its outputs), so a second build of the same model at once is refused, naming the first one's
+pid. A folder the builder creates carries :data:`MARK` until its card is written; only such a
+folder is ever deleted or restarted. A folder of the same name that the builder did not make
+(no card, nothing to resume) is refused, never deleted.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from induction.errors import InputError, WorkbenchError  # noqa: E402
+from induction.io import claim_output  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
     PRESETS,
     TRAIN_CONFIG,
@@ -49,12 +56,44 @@ BUILD_ORDER = ["grown8c", "dense8c", "grown8ce", "looped8c", "looped8cp"]
 assert sorted(BUILD_ORDER) == sorted(SECOND_ZOO)
 
 
+#: The mark of a model folder this builder created and has not finished: only such a folder
+#: may be deleted (a restart) by a later build.
+MARK = ".build_zoo"
+
+
+def _made_here(folder: Path) -> bool:
+    return (folder / MARK).is_file()
+
+
+def _claim_new(folder: Path) -> None:
+    """Create ``folder`` (absent, or one this builder made) with its mark; a folder of that
+    name the builder did not make is refused, never deleted."""
+    if folder.exists() or folder.is_symlink():
+        if not (folder.is_dir() and _made_here(folder)):
+            raise InputError(
+                f"{folder} exists but was not made by build_zoo (no {MARK} mark) and holds "
+                "no run to resume; move it away or pass another --dest"
+            )
+        shutil.rmtree(folder)  # an unfinished folder of ours: start afresh
+    folder.mkdir(parents=True)
+    (folder / MARK).write_text(json.dumps({"by": "benchmarks/build_zoo.py"}) + "\n")
+
+
 def build(family: str, seed: int, dest: Path = MODELS, device: str | None = None) -> str:
     """Train (or resume, or skip) one model. ``device``: where it trains (default: a fresh
-    run on the CPU, a resumed one on the device its ``train_config.json`` recorded)."""
+    run on the CPU, a resumed one on the device its ``train_config.json`` recorded). The
+    folder is claimed for the whole build; a second build of it at once is refused."""
     out = dest / f"{family}-s{seed}"
     if (out / "card.json").exists():
         return f"{out.name}: present"
+    with claim_output(out, clean=False):
+        if (out / "card.json").exists():  # finished while we waited for the claim
+            return f"{out.name}: present"
+        return _build(family, seed, out, device)
+
+
+def _build(family: str, seed: int, out: Path, device: str | None) -> str:
+    dest = out.parent
     if family in PRESETS:
         step = latest_checkpoint(out) if (out / TRAIN_CONFIG).is_file() else None
         if step is not None:
@@ -65,7 +104,7 @@ def build(family: str, seed: int, dest: Path = MODELS, device: str | None = None
             )
             done = f"{out.name}: resumed from step {step}"
         else:
-            shutil.rmtree(out, ignore_errors=True)  # nothing resumable: start afresh
+            _claim_new(out)  # nothing resumable: start afresh (only in a folder of ours)
             code = (
                 "from pathlib import Path; from induction.training.train import train, zoo_config; "
                 f"train(zoo_config({family!r}, {seed}, device={device or 'cpu'!r}), "
@@ -73,18 +112,26 @@ def build(family: str, seed: int, dest: Path = MODELS, device: str | None = None
             )
             done = f"{out.name}: trained"
         _run(code, dest.parent / f"build-{family}-s{seed}.log")
-        if seed != 0 and (out / "card.json").is_file():
+        if seed != 0 and (out / "card.json").is_file() and _made_here(out):
             # only the first seed ships its checkpoint series; the others regenerate it
             shutil.rmtree(out / "checkpoints", ignore_errors=True)
             done += " (checkpoints dropped: only seed 0 ships them)"
+        if (out / "card.json").is_file():
+            (out / MARK).unlink(missing_ok=True)  # finished: a model, no longer a build
         return done
+    if out.exists() or out.is_symlink():
+        raise InputError(
+            f"{out} exists without a card.json and was not made by build_zoo; move it away "
+            "or pass another --dest"
+        )
     tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    _claim_new(tmp)
     code = (
         "from pathlib import Path; from induction.training.train import train, zoo_config; "
         f"train(zoo_config({family!r}, {seed}), out=Path({str(tmp)!r}), progress=False)"
     )
     _run(code, dest.parent / f"build-{family}-s{seed}.log")
+    (tmp / MARK).unlink(missing_ok=True)
     tmp.rename(out)
     return f"{out.name}: trained"
 
@@ -154,8 +201,12 @@ def main() -> None:
         if args.seeds is not None or s < SEEDS.get(f, 5)
     ]
     with ThreadPoolExecutor(args.jobs) as pool:
-        for line in pool.map(lambda fs: build(*fs, dest=args.dest, device=args.device), todo):
-            print(line, flush=True)
+        try:
+            for line in pool.map(lambda fs: build(*fs, dest=args.dest, device=args.device), todo):
+                print(line, flush=True)
+        except InputError as e:  # a folder not ours, or one another build holds
+            print(f"error: {e}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
     head = ("model", "steps", "formed/grown", "sec", "FLOPs", "vs dense", "d20", "d32", "d50")
     print("{:<12} {:>6} {:>12} {:>7} {:>9} {:>8} {:>6} {:>6} {:>6}".format(*head))
     for card_path in sorted(args.dest.glob("*/card.json")):

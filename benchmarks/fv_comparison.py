@@ -90,7 +90,7 @@ def both_scores(loaded, args, tasks: list[str] | None) -> pd.DataFrame:
     from induction.io import read_table, write_table
 
     suite = suite_of(loaded, args)
-    code = source_hash(("induction.circuits.fv", "induction.kv_cache"))
+    code = source_hash(("induction.circuits.fv",))
     key = fingerprint(model_fingerprint(loaded), suite, tasks, args.fv_prompts, args.fv_seeds,
                       args.corruption, code, length=16)  # fmt: skip
     path = cache_root() / "fv_comparison" / f"{key}.csv"

@@ -19,13 +19,14 @@ Methods and caveats: docs/dynamics.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from induction.errors import InputError
+from induction.io import guards_inputs, inputs_of
 from induction.target import model_device, resolve_target
 
 if TYPE_CHECKING:
@@ -51,6 +52,9 @@ class DepthAngles:
     update_mean: list[float]
     update_std: list[float]
     n_tokens: int
+    #: what the angles were measured from (the model's folder, a ``--text`` file):
+    #: :meth:`save`/:meth:`plot` never write there
+    inputs: tuple[Path, ...] = field(default=(), repr=False, compare=False)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (layer, angle): ``model``, ``layer``, ``angle`` (``state`` or
@@ -73,12 +77,14 @@ class DepthAngles:
                 )
         return pd.DataFrame(rows)
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         """Write :meth:`to_frame` (``.csv``, ``.parquet``, ``.json``), atomically."""
         from induction.io import write_table
 
         return write_table(self.to_frame(), path)
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """The two angle profiles (:func:`depth_figure`), also written to ``path``."""
         fig = depth_figure([self])
@@ -153,6 +159,7 @@ def depth_angles(
 
     target = resolve_target(model, "depth_angles")
     bridge = target.bridge
+    inputs = inputs_of(target, text if isinstance(text, Path) else None)
     if tokens is None and text is not None:
         if isinstance(text, Path):
             from induction.io import read_text
@@ -202,7 +209,7 @@ def depth_angles(
 
     s_mean, s_std = stats(state_sum, state_sq)
     u_mean, u_std = stats(upd_sum, upd_sq)
-    return DepthAngles(target.name, s_mean, s_std, u_mean, u_std, n)
+    return DepthAngles(target.name, s_mean, s_std, u_mean, u_std, n, inputs=inputs)
 
 
 #: One colour per model (Okabe and Ito's colour-blind-safe set, its yellow left out: too pale

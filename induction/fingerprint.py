@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
@@ -161,32 +162,134 @@ def state_dict_hash(module: Any) -> str:
     return h.hexdigest()
 
 
-def module_sources(modules: Iterable[str]) -> Iterator[tuple[str, Path | None, Path | None]]:
-    """``(module, folder, file)`` for every source file of ``modules`` in order (a package
-    counts with every ``.py`` below it, sorted); ``(module, None, None)`` for one not found."""
-    for name in modules:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            yield name, None, None
+#: The workbench's own packages: imports among them are followed by :func:`code_packages`.
+CODE_ROOTS = ("induction", "lineage", "ablation")
+
+
+@lru_cache(maxsize=1024)
+def _module_file(name: str) -> tuple[Path | None, bool]:
+    """``(file, is_package)`` of module ``name`` found on disk without importing it."""
+    root, _, rest = name.partition(".")
+    spec = importlib.util.find_spec(root)
+    if spec is None or spec.origin is None:
+        return None, False
+    if not spec.submodule_search_locations:
+        return (Path(spec.origin), False) if not rest else (None, False)
+    path = Path(spec.origin).parent.joinpath(*rest.split(".")) if rest else Path(spec.origin).parent
+    if (path / "__init__.py").is_file():
+        return path / "__init__.py", True
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py"), False
+    return None, False
+
+
+_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w. \t,]+)", re.M)
+
+
+def _imports(name: str, roots: tuple[str, ...]) -> set[str]:
+    """Modules under ``roots`` that module ``name`` imports anywhere (also inside functions);
+    read from the text (an import quoted in a docstring only adds a package)."""
+    f, is_pkg = _module_file(name)
+    if f is None:
+        return set()
+    text = f.read_text(encoding="utf-8", errors="replace")
+    base = name if is_pkg else name.rpartition(".")[0]
+    named: set[str] = set()
+    for m in _IMPORT.finditer(text):
+        named |= {part.split()[0] for part in m.group(1).split(",") if part.strip()}
+    for m in _FROM.finditer(text):
+        mod, names = m.group(1), m.group(2).strip("() \t\n")
+        level = len(mod) - len(mod.lstrip("."))
+        if level:
+            parts = base.split(".")[: len(base.split(".")) - level + 1]
+            mod = ".".join(parts + ([mod[level:]] if mod[level:] else []))
+        named.add(mod)
+        named |= {
+            f"{mod}.{n.split()[0]}" for n in re.split(r"[,\s]*\n[,\s]*|,", names) if n.strip()
+        }
+    found = set()
+    for m in named:
+        if m.split(".")[0] not in roots:
             continue
-        origin = Path(spec.origin)
-        files = sorted(origin.parent.rglob("*.py")) if spec.submodule_search_locations else [origin]
-        for f in files:
-            yield name, origin.parent, f
+        while m and _module_file(m)[0] is None:  # ``from pkg import name``: the module pkg
+            m = m.rpartition(".")[0]
+        if m:
+            found.add(m)
+    return found
+
+
+def _package_of(name: str) -> str:
+    return name if _module_file(name)[1] else name.rpartition(".")[0] or name
+
+
+def package_files(package: str) -> list[Path]:
+    """The source files of ``package`` itself (its folder's ``.py`` files, sorted; a
+    sub-package is a package of its own); a plain module is its one file."""
+    f, is_pkg = _module_file(package)
+    if f is None:
+        return []
+    return sorted(f.parent.glob("*.py")) if is_pkg else [f]
+
+
+@lru_cache(maxsize=64)
+def code_packages(entries: tuple[str, ...]) -> tuple[str, ...]:
+    """Every package and sub-package whose code may decide what ``entries`` compute: the
+    packages of the modules they import (anywhere, also inside functions), closed under the
+    imports of every module of each such package. Derived from the source, so no list of
+    modules is kept by hand and none can be forgotten (docs/safety.md)."""
+    roots = tuple(dict.fromkeys([*CODE_ROOTS, *(e.split(".")[0] for e in entries)]))
+    packages: set[str] = set()
+    todo = [e for e in entries if _module_file(e)[0] is not None]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # parents run first
+        todo += sorted(_imports(name, roots))
+        package = _package_of(name)
+        if package not in packages:
+            packages.add(package)
+            prefix = f"{package}." if _module_file(package)[1] else ""
+            todo += [package if f.stem == "__init__" else prefix + f.stem
+                     for f in package_files(package)]  # fmt: skip
+    return tuple(sorted(packages))
+
+
+def module_sources(modules: Iterable[str]) -> Iterator[tuple[str, Path | None, Path | None]]:
+    """``(package, folder, file)`` for every source file of the whole packages that
+    ``modules`` depend on (:func:`code_packages`), in order; ``(module, None, None)`` for a
+    module not found."""
+    modules = tuple(modules)
+    for name in modules:
+        if _module_file(name)[0] is None:
+            yield name, None, None
+    for package in code_packages(modules):
+        for f in package_files(package):
+            yield package, f.parent, f
 
 
 @lru_cache(maxsize=64)
 def source_hash(modules: tuple[str, ...]) -> str:
-    """Hash of the source of ``modules`` (a package counts with every ``.py`` below it): the
-    code version of a computation, without version constants to forget to bump."""
+    """Hash of the source of every whole package the ``modules`` depend on
+    (:func:`module_sources`): the code version of a computation, without version constants
+    to forget to bump nor module lists to keep."""
     h = hashlib.sha256()
     for name, _, f in module_sources(modules):
         if f is None:
             h.update(f"{name}:missing".encode())
             continue
         h.update(f"{name}:{f.name}:".encode())
-        h.update(f.read_bytes())
+        h.update(read_source(f))
     return h.hexdigest()
+
+
+def read_source(path: Path) -> bytes:
+    """The bytes of one source file as the code hashes read them."""
+    return path.read_bytes()
 
 
 def loaded_model_hash(loaded: LoadedModel) -> str:

@@ -8,11 +8,12 @@ The guarantees of docs/safety.md are built here, once, for every command:
 
 - :func:`check_outputs` refuses an output that is (or lies inside, or contains) a file or
   folder the command reads; :func:`model_inputs` lists what a model spec reads.
-- :func:`claim_output` holds an exclusive ``fcntl.flock`` on ``.NAME.lock`` beside the output
-  for the whole run, so two runs never write one output (the second fails at once, naming the
-  first one's pid); the kernel drops the lock when its process dies, even by SIGKILL. On
-  claiming, temporaries that a killed run left (``.NAME.XXXXXXXX.tmp``, ``.NAME.old.XXXXXXXX``)
-  are removed, or put back when they hold the only copy, and stderr says so.
+- :func:`claim_output` holds an exclusive lock (``fcntl.flock``; ``msvcrt.locking`` on Windows)
+  on ``.NAME.lock`` beside the output for the whole run, so two runs never write one output
+  (the second fails at once, naming the first one's pid); the kernel drops the lock when its
+  process dies, even by SIGKILL. On claiming, temporaries that a killed run left
+  (``.NAME.XXXXXXXX.tmp``, ``.NAME.old.XXXXXXXX``) are removed, or put back when they hold
+  the only copy, and stderr says so.
 - :func:`wrote` says ``replaced X`` or ``wrote X``.
 - :func:`check_output_size` refuses an output larger than the free disk space, and one that
   would fill more than :data:`FREE_SHARE` of it (or exceed an explicit size limit) unless the
@@ -184,9 +185,28 @@ def _busy(path: Path, who: str) -> InputError:
     )
 
 
-def _acquire(lock: Path, path: Path) -> int:
-    import fcntl
+def _try_lock(fd: int) -> bool:
+    """Take an exclusive, non-blocking lock on open file ``fd``: ``fcntl.flock`` on POSIX,
+    ``msvcrt.locking`` on Windows; False when another process holds it. The system drops
+    it when the holder dies, even by SIGKILL."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
 
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _acquire(lock: Path, path: Path) -> int:
     while True:
         try:
             lock.parent.mkdir(parents=True, exist_ok=True)
@@ -196,9 +216,7 @@ def _acquire(lock: Path, path: Path) -> int:
                 f"cannot write {path}: {e.strerror or e} in {lock.parent}; "
                 "choose a writable output folder"
             ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _try_lock(fd):
             try:
                 pid = os.read(fd, 32).decode().strip()
             except OSError:
@@ -303,6 +321,51 @@ def check_outputs(
                 raise InputError(
                     f"refusing to write {flag} {out}: {why}; choose another {flag} path"
                 )
+
+
+def guards_inputs(method: Callable) -> Callable:
+    """Decorator for a result's public writer (``save``, ``plot``): before the method runs,
+    its ``path`` (or ``folder``) argument is refused by :func:`check_outputs` when it is, lies
+    inside or contains one of ``self.inputs``, the files and folders the result was computed
+    from (docs/safety.md). Every public ``save`` in induction/, lineage/ and ablation/ goes
+    through it (tests/test_bad_inputs_4_outputs.py enumerates them)."""
+    import functools
+    import inspect
+
+    sig = inspect.signature(method)
+    arg = next(a for a in ("path", "folder") if a in sig.parameters)
+
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        target = sig.bind(self, *args, **kwargs).arguments.get(arg)
+        if target is not None:
+            label = f"{type(self).__name__}.{method.__name__}"
+            check_outputs({label: target}, getattr(self, "inputs", None) or ())
+        return method(self, *args, **kwargs)
+
+    guarded.guards_inputs = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def inputs_of(*sources: Any) -> tuple[Path, ...]:
+    """The files and folders a result computed from ``sources`` read, for its ``inputs``
+    (:func:`guards_inputs`): for a spec, what loading it reads
+    (:func:`induction.specs.model_inputs`); for a loaded model (or anything with ``info`` or
+    ``folder``), its folder or file; paths as given. Absolute, de-duplicated."""
+    from induction.specs import model_inputs
+
+    found: list[Path] = []
+    for src in sources:
+        if src is None:
+            continue
+        if isinstance(src, Path):
+            found.append(src)
+            continue
+        found += model_inputs(src)
+        path = getattr(getattr(src, "info", None), "path", None) or getattr(src, "folder", None)
+        if isinstance(path, str | os.PathLike):
+            found.append(Path(path))
+    return tuple(dict.fromkeys(Path(p).expanduser().absolute() for p in found))
 
 
 def prepare_outputs(

@@ -21,6 +21,7 @@ from typing import Any
 from torch import nn
 
 from induction.errors import InputError, LineageError
+from induction.io import guards_inputs
 from induction.layers import decoder_layers
 
 PLAN_FILE = "loop_plan.json"
@@ -68,7 +69,10 @@ class LoopPlan:
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise LineageError(f"loop plan: {name} must be a non-negative integer")
 
+    @guards_inputs
     def save(self, folder: str | Path) -> None:
+        """Write ``folder/loop_plan.json``; a plan read by :meth:`load` is not written back
+        over the file it was read from (its ``inputs``)."""
         from induction.io import write_text
 
         write_text(
@@ -92,6 +96,7 @@ class LoopPlan:
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
             raise LineageError(f"cannot read loop plan {path}: {exc}") from None
         plan.validate()
+        object.__setattr__(plan, "inputs", (path.absolute(),))  # not a field: not saved
         return plan
 
 

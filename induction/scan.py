@@ -55,6 +55,7 @@ import torch
 
 from induction.copying import copying_scores
 from induction.errors import InputError
+from induction.io import guards_inputs, inputs_of
 from induction.jobs import as_loaded, job_config
 from induction.loss import loss_summary
 from induction.passes import run_passes
@@ -151,6 +152,9 @@ class ScanResult:
     in_context_loss: dict[str, Any] | None = None
     #: ``(block_layer, pass)`` of every scored layer of a looped model, else None.
     loop_layers: tuple[tuple[int, int], ...] | None = None
+    #: The files and folders the scan read (the model's): :meth:`save` and :meth:`plot`
+    #: refuse to write over or inside them (:func:`induction.io.guards_inputs`).
+    inputs: tuple[Path, ...] = field(default=(), repr=False, compare=False)
 
     # ------------------------------------------------------------------ tables
 
@@ -234,6 +238,7 @@ class ScanResult:
 
     # ------------------------------------------------------------------ output
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         """Write :meth:`to_frame` atomically; the suffix picks the format (.csv, .parquet,
         .json, .jsonl)."""
@@ -241,6 +246,7 @@ class ScanResult:
 
         return write_table(self.to_frame(), path)
 
+    @guards_inputs
     def plot(
         self,
         kind: str = "heatmap",
@@ -366,6 +372,7 @@ def scan(
         copying_tokens=min(copying_tokens, len(prompts.pool)) if "copying" in names else None,
         in_context_loss=loss_summary(loss_per_seed) if loss_per_seed is not None else None,
         loop_layers=loop_layers,
+        inputs=inputs_of(model, target),
     )
 
 

@@ -93,11 +93,19 @@ def check_sweep_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
     return (*scan, FV_SCORE) if fv else scan
 
 
+def _fv_provider(loaded: Any) -> Any:
+    """The ``fv`` score with :func:`induction.circuits.fv.fv_scores`' defaults; the unit is
+    imported when the score is first asked for, not to register it."""
+    from induction.circuits.fv import fv_table
+
+    return fv_table(loaded)
+
+
 #: Head scores beyond the detector's (:data:`SCORES`), by name: a function of the loaded model
-#: returning a table with ``layer``, ``head`` and the score column. Units on upper floors
-#: register theirs (``induction.circuits.fv`` registers ``fv`` when imported), so ablation,
-#: lineage and sweeps rank heads by them without importing those units (docs/design.md).
-HEAD_SCORE_PROVIDERS: dict[str, Callable[[Any], Any]] = {}
+#: returning a table with ``layer``, ``head`` and the score column. Every documented score is
+#: listed here, where the registry lives, so ablation, lineage and sweeps rank heads by it in
+#: every command without importing the unit first (docs/design.md); plugins may add theirs.
+HEAD_SCORE_PROVIDERS: dict[str, Callable[[Any], Any]] = {FV_SCORE: _fv_provider}
 
 
 def register_head_score(name: str, provider: Callable[[Any], Any]) -> None:
@@ -107,6 +115,6 @@ def register_head_score(name: str, provider: Callable[[Any], Any]) -> None:
 def head_score_provider(name: str) -> Callable[[Any], Any]:
     """The registered provider of ``name``; a one-line error that says how to register it."""
     if name not in HEAD_SCORE_PROVIDERS:
-        hint = " (import induction.circuits.fv to register it)" if name == FV_SCORE else ""
-        raise InputError(f"no provider of the {name!r} head score{hint}")
+        known = ", ".join([*SCORES, *HEAD_SCORE_PROVIDERS])
+        raise InputError(f"no provider of the {name!r} head score; available: {known}")
     return HEAD_SCORE_PROVIDERS[name]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError, LineageError
+from induction.io import guards_inputs
 from induction.score_names import FV_SCORE, default_threshold, head_score_provider
 from induction.zoo.registry import DEFAULT_MODEL
 from lineage.log import DuplicationLog, duplication_log, folder_log
@@ -183,6 +184,9 @@ class TraceResult:
     agreement: dict | None = None  # inferred vs real log
     written: list[Path] = field(default_factory=list)
     scores_source: str = ""
+    #: what the trace read (the model's folder, log and score tables, :func:`trace_inputs`):
+    #: :meth:`save`/:meth:`plot` never write there
+    inputs: tuple[Path, ...] = field(default=(), repr=False)
 
     @property
     def facts(self) -> TracedModel:
@@ -203,12 +207,14 @@ class TraceResult:
         keep = [c for c in sc.columns if c not in anc.columns or c in ("layer", "head")]
         return anc.merge(sc[keep], on=["layer", "head"], how="left")
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         """Write :meth:`to_frame` atomically (suffix: .csv, .parquet, .json, .jsonl)."""
         from induction.io import write_table
 
         return write_table(self.to_frame(), path)
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """The ancestry figure (plotly, top heads highlighted); with ``path``, write the graph
         there instead (``.html``: this figure; other suffixes: :mod:`lineage.export`)."""
@@ -252,12 +258,19 @@ class TraceResult:
 # --------------------------------------------------------------------------- steps
 
 
+def trace_inputs(traced: TracedModel, cfg: TraceConfig) -> tuple[Path, ...]:
+    """What a trace reads: the model's folder, and the log and score tables it was given."""
+    from induction.io import inputs_of
+
+    paths = [Path(v) for v in (cfg.log, cfg.scores, cfg.initial_scores) if _is_path(v)]
+    return inputs_of(traced, *paths)
+
+
 def refuse_overwrites(traced: TracedModel, cfg: TraceConfig) -> None:
     """No output may replace an input (the model folder, log or score tables)."""
     from induction.io import refuse_overwrite_input
 
-    inputs = [traced.folder]
-    inputs += [Path(v) for v in (cfg.log, cfg.scores, cfg.initial_scores) if _is_path(v)]
+    inputs = trace_inputs(traced, cfg)
     for p in [*cfg.export_paths, *([Path(cfg.out)] if cfg.out is not None else [])]:
         refuse_overwrite_input(p, *inputs)
 
@@ -483,7 +496,16 @@ def trace(
         name=traced.name,
     )
     result = TraceResult(
-        traced, lin, ancestry, sc, summary, graph, inferred, agreement, scores_source=scores_source
+        traced,
+        lin,
+        ancestry,
+        sc,
+        summary,
+        graph,
+        inferred,
+        agreement,
+        scores_source=scores_source,
+        inputs=trace_inputs(traced, cfg),
     )
     write_outputs(result, cfg)
     return result

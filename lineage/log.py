@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from induction.errors import InputError, LineageError
+from induction.io import guards_inputs
 
 #: The largest training step a duplication log or a sweep dataset records: far beyond any run,
 #: and inside the int64 of the dataset's ``step`` column.
@@ -239,7 +240,10 @@ class DuplicationLog:
             "events": [e.to_json() for e in self.events],
         }
 
+    @guards_inputs
     def save(self, path: str | Path) -> None:
+        """Write the log as JSON, atomically; a log read by :meth:`load` is not written back
+        over the file it was read from (its ``inputs``)."""
         from induction.io import write_text
 
         write_text(Path(path), json.dumps(self.to_json(), indent=1) + "\n")
@@ -291,7 +295,9 @@ class DuplicationLog:
             data = read_json(path, "duplication log")
         except InputError as exc:
             raise LineageError(str(exc)) from None
-        return cls.from_json(data)
+        log = cls.from_json(data)
+        log.inputs = (path.absolute(),)  # type: ignore[attr-defined]  (not a field: not saved)
+        return log
 
 
 def folder_log(folder: str | Path, depth: int) -> DuplicationLog | None:

@@ -51,17 +51,21 @@ __all__ = [
 ]
 
 
-def default_suite(info) -> str:
+def default_suite(info, card: dict | None = None) -> str:
     """The suite a model gets without ``--suite``: ``words`` for a real tokenizer; for the zoo
     vocabulary ``zootrain`` (the source's groups in the training formats, docs/replication.md)
     for the second zoo's families, which learn in context but answer new formats at chance,
     and ``zoo19`` for the others (its tasks are written in the vocabulary; models trained
-    without the ``facts`` corpus kind are at chance on its closed-book group by construction)."""
+    without the ``facts`` corpus kind are at chance on its closed-book group by construction).
+    The family is read from the model's ``card`` (its ``preset``) when it has one, so a copy
+    of a zoo model in a folder of another name gets the same suite; else from its name."""
     if not info.zoo_vocabulary:
         return "words"
     from induction.zoo.registry import FV_ZOO, SECOND_ZOO, family_of
 
-    return "zootrain" if family_of(getattr(info, "name", "")) in SECOND_ZOO + FV_ZOO else "zoo19"
+    named = card.get("preset") or card.get("name") if isinstance(card, dict) else None
+    name = named if isinstance(named, str) else getattr(info, "name", "")
+    return "zootrain" if family_of(name) in SECOND_ZOO + FV_ZOO else "zoo19"
 
 
 #: Each built-in suite's task records (:class:`ablation.tasks.spec.TaskSpec`).

@@ -53,6 +53,7 @@ from torch import Tensor
 from induction.circuits.config import DEFAULT_MAX_ROWS, FVConfig
 from induction.errors import InputError
 from induction.heads import Head
+from induction.io import guards_inputs, inputs_of
 from induction.jobs import as_loaded, job_config
 from induction.kv_cache import last_token_logits, prefix_cache
 
@@ -203,6 +204,7 @@ def cie_batched(
     heads: Sequence[Head],
     max_rows: int = DEFAULT_MAX_ROWS,
     reuse_prefix: bool = True,
+    null: list[float] | None = None,
 ) -> Tensor:
     """:func:`cie_loop` with many heads per forward pass: each corrupted prompt repeated once per
     head of a chunk, copy ``j`` patched at head ``heads[j]`` only.
@@ -210,7 +212,11 @@ def cie_batched(
     With ``reuse_prefix`` the copies run the last token alone on the prompts' prefix KV cache
     (:mod:`induction.kv_cache`): exact, since the patch is at the last position and attention
     is causal, and about prompt-length times cheaper. A model whose cached last-token logits
-    do not reproduce its full forward pass (checked once per batch) gets full passes."""
+    do not reproduce its full forward pass (checked once per batch) gets full passes.
+
+    ``null``, when given, gets the null baseline appended: the mean CIE of a pass through the
+    same path whose hook writes every head's own activation back (patches nothing; 0 within
+    float tolerance)."""
     ids, mask, answer = corrupted.ids, corrupted.mask, corrupted.answer
     b = ids.shape[0]
     cache = None
@@ -220,6 +226,19 @@ def cie_batched(
     else:
         full = _forward(loaded, ids, mask, [])
     base = answer_prob(full, answer)
+    if null is not None:
+
+        def same(z, hook):
+            z = z.clone()
+            z[:, -1] = z[:, -1].clone()
+            return z
+
+        hooks = [(z_name(0), same)]
+        if cache is not None:
+            logits = last_token_logits(loaded, ids, mask, cache, hooks, 1)
+        else:
+            logits = _forward(loaded, ids, mask, hooks)
+        null.append(float((answer_prob(logits, answer) - base).mean()))
     per_pass = max(1, max_rows // b)
     out = []
     for start in range(0, len(heads), per_pass):
@@ -283,6 +302,8 @@ class FVResult:
     #: per task and prompt seed: ``p_clean``, ``p_corrupted`` (the answer's mean probability
     #: without a patch) and ``headroom`` (their difference: the most a head's CIE can be).
     baselines: pd.DataFrame | None = None
+    #: what the run read (the model's folder): :meth:`save`/:meth:`plot` never write there
+    inputs: tuple[Path, ...] = field(default=(), repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         return self.table.copy()
@@ -301,25 +322,29 @@ class FVResult:
 
         return top_frac(self.table, frac, "fv")
 
+    @guards_inputs
     def save(self, path: str | Path) -> Path:
         from induction.io import write_table
 
         return write_table(self.table, path)
 
+    @guards_inputs
     def plot(self, path: str | Path | None = None):
         """Layer x head heatmap of the FV score (saved when a path is given)."""
         import plotly.graph_objects as go
 
         t = self.table
         z = t.pivot(index="layer", columns="head", values="fv").sort_index()
+        # the detector's heatmap style (induction.plots.heatmap): numeric labels, layer 0 on top
         fig = go.Figure(
             go.Heatmap(
                 z=z.to_numpy(),
-                x=[f"H{h}" for h in z.columns],
-                y=[f"L{la}" for la in z.index],
+                x=[str(h) for h in z.columns],
+                y=[str(la) for la in z.index],
                 colorscale="RdBu",
                 zmid=0,
                 colorbar={"title": {"text": "FV score (Δp)"}},
+                hovertemplate="layer %{y}, head %{x}<br>FV %{z:.4f}<extra></extra>",
             )
         )
         fig.update_layout(
@@ -327,6 +352,10 @@ class FVResult:
             f"{self.settings.get('n_tasks', '?')} tasks)",
             xaxis_title="head",
             yaxis_title="layer",
+            xaxis={"type": "category"},
+            yaxis={"autorange": "reversed", "type": "category"},
+            template="plotly_white",
+            height=max(360, 28 * len(z.index) + 160),
         )
         if path is not None:
             from induction.plots import save_figure
@@ -370,12 +399,17 @@ def run(
     info = loaded.info
     suite = cfg.suite or ("zoofacts" if info.zoo_vocabulary else "words")
     source = pair_tasks(suite)
-    names = list(cfg.tasks) if cfg.tasks else source.task_names()
+    # a task named twice counts once in the mean, as in ``induction ablate``
+    names = list(dict.fromkeys(cfg.tasks)) if cfg.tasks else source.task_names()
     unknown = sorted(set(names) - set(source.task_names()))
     if unknown:
         raise InputError(
             f"unknown {suite} task(s) {', '.join(unknown)}; see `induction tasks {suite}`"
         )
+    from ablation.pipeline import refuse_unreadable
+
+    demos = [ex.demo for n in names for ex in pair_examples(suite, n)[0][:16]]
+    refuse_unreadable(demos, loaded.tokenizer, suite, "--suite zoofacts")
     heads = [(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
     device = next(loaded.hf_model.parameters()).device
     foreign = _foreign_labels(suite, source.task_names()) if cfg.corruption == "foreign" else {}
@@ -400,7 +434,11 @@ def run(
                                   "p_corrupted": p_corrupted,
                                   "headroom": p_clean - p_corrupted})  # fmt: skip
                 means = mean_activations(loaded, clean)
-                by_task[name] = cie_batched(loaded, corrupted, means, heads, cfg.max_rows).cpu()
+                null: list[float] = []
+                by_task[name] = cie_batched(
+                    loaded, corrupted, means, heads, cfg.max_rows, null=null
+                ).cpu()
+                baselines[-1]["cie_null"] = null[0]
                 advance()
             per_seed.append(by_task)
     rows = []
@@ -417,7 +455,7 @@ def run(
                 "n_prompts": cfg.n_prompts, "shots": cfg.shots, "seeds": cfg.seeds,
                 "corruption": cfg.corruption}  # fmt: skip
     return FVResult(model=info.name, table=table, settings=settings,
-                    baselines=pd.DataFrame(baselines))  # fmt: skip
+                    baselines=pd.DataFrame(baselines), inputs=inputs_of(model, loaded))  # fmt: skip
 
 
 def _foreign_labels(suite: str, names: Sequence[str]) -> dict[str, list[str]]:
@@ -431,19 +469,10 @@ def _foreign_labels(suite: str, names: Sequence[str]) -> dict[str, list[str]]:
 fv_scores = run
 
 
-def _fv_table(loaded) -> pd.DataFrame:
+def fv_table(loaded) -> pd.DataFrame:
     """The ``fv`` score for ``induction ablate --score fv`` / ``--exclude fv:FRAC`` (the
     defaults of :func:`fv_scores`)."""
     result = fv_scores(loaded)
     table = result.table[["layer", "head", "fv", "fv_std"]].copy()
     table.attrs["fv"] = result.settings
     return table
-
-
-def _register() -> None:
-    from induction.score_names import FV_SCORE, register_head_score
-
-    register_head_score(FV_SCORE, _fv_table)
-
-
-_register()

@@ -142,8 +142,6 @@ def lineage(
         raise InputError(f"--cover must be in (0, 1], got {cover}; e.g. 0.8")
     if threshold is not None and not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite score, got {threshold}; e.g. 0.4")
-    if score == "fv":
-        import induction.circuits.fv  # noqa: F401  (registers the fv head score)
     check_output_path(out, TABLE_SUFFIXES, "--out")
     for path in export or []:
         check_output_path(path, tuple(SUFFIXES), "--export")

@@ -215,12 +215,14 @@ def models() -> None:
             "zoo2 (record) = the first\n     fixed-protocol zoo, which barely learns in "
             "context (docs/zoo2-record.md); 12-layer\n     (record) = the second zoo's first "
             "recipe, which failed the in-context gates;\n     first (record) = the first zoo "
-            "(docs/results.md). Records are not in the wheel."
+            "(docs/results.md).\nThe wheel ships the default model only; the others are found in a "
+            "checkout, in $INDUCTION_ZOO\nfolders or on the zoo's hub repository (docs/zoo.md, "
+            "'Where models live')."
         )
     else:
         typer.echo(
-            "Zoo models: none shipped in this install "
-            "(train one with `induction zoo train grown8c --seed 0`)."
+            "Zoo models: none found in this install (set $INDUCTION_ZOO to a folder of "
+            "models, or train one with `induction zoo train grown8c --seed 0`)."
         )
     typer.echo(
         "\nA model spec may also be:\n"
@@ -280,14 +282,16 @@ def info(
 ) -> None:
     """Load a model and print what the workbench knows about it."""
     from induction.loading import load_model
+    from induction.progress import phase
 
-    loaded = load_model(
-        model,
-        device=device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        device_map=device_map,
-    )
+    with phase(f"loading {model}"):  # on stderr: --json output stays clean
+        loaded = load_model(
+            model,
+            device=device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            device_map=device_map,
+        )
     facts = loaded.info.as_dict()
     facts["lineage"] = loaded.duplication_log_path is not None
     if loaded.duplication_log_path is not None:

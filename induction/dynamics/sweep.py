@@ -40,21 +40,10 @@ from induction.errors import InputError, WorkbenchError
 from induction.fingerprint import fingerprint, source_hash
 from lineage.log import MAX_STEP
 
-#: Modules whose source enters the settings hash: a change to how scores are computed
+#: The sweep's code enters the settings hash with every whole package it depends on
+#: (:func:`induction.fingerprint.code_packages`): a change to how scores are computed
 #: invalidates the dataset's old rows (they are recomputed, not mixed).
-CODE = (
-    "induction.scan",
-    "induction.passes",
-    "induction.stripe",
-    "induction.prompts",
-    "induction.loss",
-    "induction.stats",
-    "induction.copying",
-    "induction.depth",
-    "induction.dynamics.sweep",
-)
-#: Enter the hash only when FV scores are asked for (``--scores ...,fv``).
-FV_CODE = ("induction.circuits.fv", "induction.kv_cache", "ablation.tasks.zoofacts")
+CODE = ("induction.dynamics.sweep",)
 _STEP = re.compile(r"^step-(\d+)(-pre)?$")
 _REV_STEP = re.compile(r"(\d+)$")
 
@@ -142,8 +131,7 @@ class SweepSettings:
             d.pop("ablate_controls")
         if not self.fv or self.fv_corruption == "shuffled":  # datasets from before the field
             d.pop("fv_corruption")
-        code = source_hash(CODE + FV_CODE) if self.fv else source_hash(CODE)
-        return fingerprint(d, code, length=12)
+        return fingerprint(d, source_hash(CODE), length=12)
 
     @property
     def scan_scores(self) -> tuple[str, ...]:

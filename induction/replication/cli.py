@@ -19,6 +19,7 @@ from .results import (
     SUMMARY_END,
     SUMMARY_START,
     check_block,
+    check_out_dir,
     figure_link,
     load_results,
     record_settings,
@@ -230,6 +231,11 @@ def main(
     from induction.loading import quiet_libraries
 
     quiet_libraries()
+    try:
+        check_out_dir(args.out_dir, refs, args.models_dir)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     store = None if args.no_store else MeasurementStore(Path(args.out_dir) / "models")
     settings = settings_from(args)
     if args.record:  # the settings the record was measured with, as its report states them

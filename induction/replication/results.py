@@ -48,6 +48,20 @@ def payload(rep: Replication) -> dict:
     )
 
 
+def check_out_dir(out_dir: str | Path, refs, models_dir: str | Path | None) -> None:
+    """Refuse, before measuring, an ``--out-dir`` whose outputs (the tables, JSON and figure,
+    the store in ``models/``) would land in a folder the run reads: a model's folder or
+    ``--models-dir`` (docs/safety.md: no output over or inside an input)."""
+    from induction.io import check_outputs
+    from induction.specs import model_inputs
+
+    inputs = [p for ref in refs for p in model_inputs(ref.spec)]
+    inputs += [Path(models_dir)] if models_dir is not None else []
+    out = Path(out_dir)
+    check_outputs({"--out-dir": out / "replication.json"}, inputs)
+    check_outputs({"--out-dir": out / "models"}, inputs)
+
+
 def write_outputs(rep: Replication, out_dir: str | Path, png: bool = True) -> list[str]:
     """Write tables, JSON and the figure atomically; returns what was written (and notes)."""
     from induction.io import write_json, write_table

@@ -19,8 +19,10 @@ A stored measurement is served only under the same key (:func:`measurement_key`)
   again before each store, so an edit during a run never stores old code's numbers under the
   new code's key.
 
-Anything else read back is ignored and measured again (docs/safety.md: a cache never serves
-results of inputs that changed).
+Every entry is sealed (:func:`induction.seals.seal_record`: a SHA-256 of its fields, checked
+on every read): an entry that does not parse, has no seal or was edited is noted once on
+stderr and measured again. Anything else read back is ignored and measured again
+(docs/safety.md: a cache never serves results of inputs that changed).
 """
 
 from __future__ import annotations
@@ -28,40 +30,27 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from dataclasses import asdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from induction.errors import InputError
+from induction.seals import SEAL, open_record, seal_record
 
 from .config import Settings
 from .measure import Measured
 
-#: Code that decides a measured row (a package counts with every module below it, except
-#: the presentation-only :data:`PRESENTATION` files). The zoo's generators are listed one by
-#: one: ``induction/zoo/models/`` holds live training output, not code.
-MEASURE_CODE = (
-    "ablation",
-    "lineage",
-    "induction.zoo.corpus",
-    "induction.zoo.vocab",
-    "induction.zoo.world",
-    "induction.prompts",
-    "induction.scan",
-    "induction.passes",
-    "induction.stripe",
-    "induction.loading",
-    "induction.layers",
-    "induction.looped",
-    "induction.kv_cache",
-    "induction.replication.measure",
-    "induction.replication.config",
-    "induction.replication.models",
-)
+#: Code that decides a measured row: the measuring module and every whole package it depends
+#: on (:func:`induction.fingerprint.code_packages`), except the presentation-only
+#: :data:`PRESENTATION` files.
+MEASURE_CODE = ("induction.replication.measure",)
 PRESENTATION = ("cli.py", "render.py")
-STORE_VERSION = 4  # 3: whole model folder, threshold, file per settings; 4: ranking by tolerance
+#: 3: whole model folder, threshold, file per settings; 4: ranking by tolerance; 5: sealed
+STORE_VERSION = 5
 
 #: The largest difference of one head's induction score between the stored scan and a fresh one
 #: for the two to count as the same ranking (scores are in [0, 1]; float rounding is ~1e-7).
@@ -73,9 +62,7 @@ def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
     rewording a docstring or comment or reformatting keeps the stored measurements, and any
     change to the code itself does not (cf. :func:`induction.fingerprint.source_hash`, which
     hashes the bytes)."""
-    import ast
-
-    from induction.fingerprint import module_sources
+    from induction.fingerprint import module_sources, read_source
 
     h = hashlib.sha256()
     for name, folder, f in module_sources(modules):
@@ -84,20 +71,29 @@ def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
             continue
         if f.name in PRESENTATION:
             continue
-        tree = ast.parse(f.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if (
-                isinstance(body, list)
-                and body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                node.body = body[1:] or [ast.Pass()]
         h.update(f"{name}:{f.relative_to(folder)}:".encode())
-        h.update(ast.dump(tree, include_attributes=False).encode())
+        h.update(_tree_hash(read_source(f)).encode())
     return h.hexdigest()
+
+
+@lru_cache(maxsize=512)
+def _tree_hash(source: bytes) -> str:
+    """SHA-256 of a module's syntax tree without docstrings (kept per content: a run hashes
+    the code twice, at its start and before each store)."""
+    import ast
+
+    tree = ast.parse(source.decode("utf-8"))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
 
 
 def measured_settings(settings: Settings) -> dict:
@@ -183,8 +179,10 @@ class MeasurementStore:
         path = self.path(name, settings)
         if not path.is_file():
             return None
+        data = _open(path)
+        if data is None:  # damaged or edited: measured again, and the entry replaced
+            return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("key") != key:
                 return None
             measured = from_payload(data)
@@ -212,6 +210,14 @@ class MeasurementStore:
         path = found[0]
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            if SEAL in data and open_record(data) is None:
+                print(
+                    f"note: stored measurement {path} fails its seal (edited or damaged); "
+                    "it is not read as a record",
+                    file=sys.stderr,
+                )
+                return None
+            data.pop(SEAL, None)  # records written before seals have none
             measured = from_payload(data)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
@@ -224,7 +230,24 @@ class MeasurementStore:
 
         self.root.mkdir(parents=True, exist_ok=True)
         payload = {"key": key, "model": name, **to_payload(measured)}
-        return write_json(self.path(name, settings), payload)
+        return write_json(self.path(name, settings), seal_record(payload))
+
+
+def _open(path: Path) -> dict | None:
+    """A stored entry's fields when its seal holds (:func:`induction.seals.open_record`), else
+    None after one note on stderr: an entry that does not parse, has no seal, or was edited
+    (docs/safety.md: a store never serves a damaged entry)."""
+    from induction.seals import MISMATCH, MISSING, note_damaged
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        note_damaged(path, "not JSON")
+        return None
+    body = open_record(data)
+    if body is None:
+        note_damaged(path, MISSING if not isinstance(data, dict) or SEAL not in data else MISMATCH)
+    return body
 
 
 def to_payload(measured: Measured) -> dict:

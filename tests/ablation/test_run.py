@@ -115,25 +115,24 @@ def test_report_averages_prompt_seeds():
 
 def test_the_resume_cache_key_covers_every_module_the_engine_computes_with():
     """Each ``ablation`` module the engine imports, and the KV cache it decodes and reads the
-    readouts on, decides the numbers it caches, so its code is part of the cache key
-    (``CODE_MODULES``): a change there never serves stale results."""
+    readouts on, decides the numbers it caches, so the whole package holding it is part of
+    the cache key (:func:`induction.fingerprint.code_packages` of ``CODE_MODULES``): a change
+    there never serves stale results."""
     import ast
     from pathlib import Path
 
     import ablation.engine
     from ablation.run import CODE_MODULES
+    from induction.fingerprint import code_packages
 
     tree = ast.parse(Path(ablation.engine.__file__).read_text())
     imported = set()
     for node in ast.walk(tree):
         computes = ("ablation", "induction.kv_cache")
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(computes):
-            for alias in node.names:
-                name = f"{node.module}.{alias.name}"
-                imported.add(
-                    name if name in {"ablation.metrics", "ablation.readout"} else node.module
-                )
-    computing = {m for m in imported if m not in ("ablation.results", "ablation")}
-    covered = {m for m in computing if any(m == c or m.startswith(c + ".") for c in CODE_MODULES)}
-    assert {"ablation.readout", "induction.kv_cache"} <= computing
-    assert covered == computing, computing - covered
+            imported.add(node.module)
+    packages = set(code_packages(tuple(CODE_MODULES)))
+    assert {"ablation", "induction"} <= packages
+    for module in imported:
+        parent = module if module in packages else module.rpartition(".")[0]
+        assert parent in packages, module

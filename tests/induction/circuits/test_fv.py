@@ -120,17 +120,22 @@ def test_cli_writes_one_row_per_head_with_its_spread(tiny_llama_dir, tmp_path):
     from induction.commands.main import app
 
     out = tmp_path / "fv.csv"
-    # the tiny model has the zoo vocabulary (default suite zoofacts): ask for words explicitly
-    args = ["fv", str(tiny_llama_dir), "--suite", "words", "--task", "antonyms",
+    # the tiny model has the zoo vocabulary: words would be refused as unknown tokens (fv11)
+    args = ["fv", str(tiny_llama_dir), "--suite", "zoofacts", "--task", "fact_word",
             "--n-prompts", "2", "--shots", "2", "--seeds", "2", "--out", str(out),
             "--threads", "1"]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out)
-    assert len(table) == 8 and {"layer", "head", "rank", "fv", "fv_std", "cie:antonyms"} <= set(
+    assert len(table) == 8 and {"layer", "head", "rank", "fv", "fv_std", "cie:fact_word"} <= set(
         table.columns
     )
     assert table["fv_std"].notna().all()  # two seeds: a spread
+    one = CliRunner().invoke(app, [*args[:11], "1", "--threads", "1"])
+    assert one.exit_code == 0, one.output
+    rows = [line.split() for line in one.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert rows and all(r[-1] == "-" for r in rows)  # one seed: no spread, not "nan"
+    assert f"wrote {out}" in result.stderr
     bad = CliRunner().invoke(app, ["fv", str(tiny_llama_dir), "--task", "nope"])
     assert bad.exit_code == 2 and "unknown zoofacts task" in bad.stderr
 
