@@ -140,10 +140,16 @@ class AblationConfig:
                 object.__setattr__(self, "lm_eval", tuple(n for n in names if n))
         if isinstance(self.lm_eval_include, str):
             object.__setattr__(self, "lm_eval_include", Path(self.lm_eval_include))
+        if isinstance(self.tasks, str | list):  # "a,b" or ["a", "b"]: ("a", "b"), as --task
+            given = [self.tasks] if isinstance(self.tasks, str) else self.tasks
+            if all(isinstance(n, str) for n in given):
+                names = (p.strip() for n in given for p in n.split(","))
+                object.__setattr__(self, "tasks", tuple(n for n in names if n))
         self.validate()
 
     def validate(self) -> None:
-        """One-line :class:`InputError` for any setting out of range."""
+        """One-line :class:`InputError` for any setting out of range or of the wrong type."""
+        self._check_types()
         if not (isinstance(self.frac, int | float) and 0 < self.frac <= 1):
             raise InputError(f"--frac must be in (0, 1], got {self.frac}; e.g. --frac 0.2")
         if self.heads is not None and not str(self.heads).strip():
@@ -170,9 +176,15 @@ class AblationConfig:
         for name in ("shots", "n_items", "max_prompt_tokens"):
             value = getattr(self, name)
             low = 0 if name == "shots" else 1
-            if value is not None and (not isinstance(value, int) or value < low):
+            if value is not None and (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or not low <= value <= MAX_COUNT
+            ):
                 flag = "--" + name.replace("_", "-")
-                raise InputError(f"{flag} must be an integer >= {low}, got {value!r}")
+                raise InputError(
+                    f"{flag} must be an integer from {low} to {MAX_COUNT:,}, got {value!r}"
+                )
         if self.lm_eval is not None:
             if not self.lm_eval or not all(isinstance(n, str) and n for n in self.lm_eval):
                 raise InputError(
@@ -185,6 +197,28 @@ class AblationConfig:
         if not isinstance(self.trust_remote_code, bool):
             raise InputError(
                 f"trust_remote_code must be True or False, got {self.trust_remote_code!r}"
+            )
+
+    def _check_types(self) -> None:
+        """Python callers pass values the CLI cannot: a bool is not a count (``controls=True``
+        is not 1), a number is not a suite or a head list."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _FLAGS and not isinstance(value, bool):
+                raise InputError(f"{f.name} must be True or False, got {value!r}")
+            if f.name in _COUNTS and isinstance(value, bool):
+                raise InputError(f"{f.name} must be an integer, got {value!r}")
+            if f.name in _TEXTS and value is not None and not isinstance(value, str):
+                raise InputError(f"{f.name} must be a string, got {value!r}")
+        if isinstance(self.frac, bool):
+            raise InputError(f"frac must be a number in (0, 1], got {self.frac!r}")
+        if self.tasks is not None and (
+            not isinstance(self.tasks, tuple)
+            or not self.tasks
+            or not all(isinstance(t, str) and t for t in self.tasks)
+        ):
+            raise InputError(
+                f"tasks must be task names, e.g. tasks=('fact_digit',), got {self.tasks!r}"
             )
 
     def exclusion(self) -> tuple[str, float] | None:
@@ -221,6 +255,17 @@ class AblationConfig:
         if not self.token_loss:  # an added outcome: the few-shot keys stay as they were
             del d["token_loss"]
         return d
+
+
+#: Fields by the type a Python caller must pass (``AblationConfig._check_types``).
+_FLAGS = ("match_layers", "tied", "readouts", "hub", "cache", "token_loss")
+_COUNTS = ("controls", "band", "shots", "n_items", "seed", "prompt_seeds", "batch",
+           "max_prompt_tokens")  # fmt: skip
+_TEXTS = ("heads", "score", "suite", "exclude", "mode", "mean_over", "controls_shape")
+
+#: The most --shots, --n-items and --max-prompt-tokens accept: bounds that keep prompt
+#: building and its arithmetic finite (generators stop at the prompt budget in any case).
+MAX_COUNT = 1_000_000
 
 
 def prompt_budget(loaded) -> int:

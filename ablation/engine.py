@@ -464,10 +464,15 @@ class ResultCache:
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(seal_record({"key": key, "result": result.to_json()})) + "\n"
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(line)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as e:  # a full disk names the cache (docs/safety.md)
+            from induction.io import disk_full
+
+            raise (disk_full(e, self.path) or e) from None
 
 
 def _parse_line(raw: bytes) -> tuple[str, EvalResult] | None:

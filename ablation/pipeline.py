@@ -100,24 +100,25 @@ class AblationResult:
         return fig
 
     def gate_lines(self) -> list[str]:
-        """The validity gates, one line each: the model's, then each readout's suite gate."""
+        """The validity gates, one line each, PASS or FAIL first and why after: the model's,
+        then each readout's suite gate."""
         from ablation.gates import suite_gate
 
         lines = []
         for g in self.model_gates:
-            state = "n/a" if g.passed is None else ("pass" if g.passed else "FAIL")
-            lines.append(f"gate {g.name}: {state}: {g.detail}")
+            state = "N/A " if g.passed is None else ("PASS" if g.passed else "FAIL")
+            lines.append(f"{state} gate {g.name}: {g.detail}")
         if self.gates is not None and not self.gates.empty:
             for readout in [
                 None,
                 *[r for r in ("cand_acc", "logprob") if r in set(self.gates.readout)],
             ]:
                 s = suite_gate(self.gates, readout)
-                state = "pass" if s["passed"] else "FAIL"
-                sat = ", mean drop saturated" if s.get("saturated") else ""
+                state = "PASS" if s["passed"] else "FAIL"
+                sat = "mean drop saturated; " if s.get("saturated") else ""
                 lines.append(
-                    f"gate {s['readout']}: {state}: {s['above_chance']} of {s['tasks']} tasks "
-                    f"above chance (needs most){sat}"
+                    f"{state} gate {s['readout']}: {sat}{s['above_chance']} of {s['tasks']} "
+                    "tasks above chance (needs most)"
                 )
         return lines
 
@@ -146,11 +147,18 @@ class AblationResult:
         if row.empty:
             return "no measured mean"
         r = row.iloc[0]
-        return (
+        line = (
             f"{key} drop {r['drop']:+.3f} against uniform random heads {r.ctrl_mean:+.3f} "
             f"(p {r.p_ctrl:.2f}) and layer-shaped random heads {r.shaped_mean:+.3f} "
             f"(p {r.p_shaped:.2f})"
         )
+        floor = 1 / (self.config.controls + 1)  # the target ranks first among n + 1 sets
+        if floor > 0.05:
+            line += (
+                f"; with {self.config.controls} random sets p cannot go below {floor:.2f}, so "
+                "p <= 0.05 is out of reach (use --controls 19 or more)"
+            )
+        return line
 
     def print(self, console=None) -> None:
         """The report as a rich table (stdout by default)."""
@@ -183,6 +191,11 @@ def ablate(
     from ablation.run import default_cache_path, run_ablation
     from ablation.tasks import SUITES, default_suite
 
+    if config is not None and not isinstance(config, AblationConfig):
+        raise InputError(
+            f"config must be an AblationConfig, got {type(config).__name__}; pass "
+            "AblationConfig(...) or settings as keywords (frac=0.1, ...)"
+        )
     cfg = (config or AblationConfig()).with_(**overrides)
     say = log or (lambda _msg: None)
     if cfg.lm_eval is not None:
@@ -206,6 +219,9 @@ def ablate(
     if tasks is None:
         tasks = build_tasks(cfg, suite, loaded)
     check_readable(tasks, loaded.tokenizer, suite)
+    fitted = check_prompt_fit(tasks, loaded, cfg, suite)
+    if fitted:
+        say(f"note: {fitted}")
     cache_path = default_cache_path(loaded) if cfg.cache else None
     plan = plan_for(loaded, cfg, scores, cache_path, log=say)
     silent = silent_targets(loaded, plan, seed=cfg.seed)
@@ -426,6 +442,47 @@ def refuse_unreadable(texts: list[str], tokenizer, suite: str, zoo_hint: str) ->
             "vocabulary, so its scores would mean nothing; pick a suite in the model's "
             f"vocabulary (zoo models: {zoo_hint})"
         )
+
+
+#: Suites whose generators fit every prompt to the budget (JSONL and natural-language suites
+#: are cut from the left by the engine instead: docs/safety.md).
+GENERATED_SUITES = ("zoo", "zoo19", "zootrain")
+
+
+def check_prompt_fit(tasks: list[Task], loaded, cfg: AblationConfig, suite: str) -> str | None:
+    """Refuse, before any work, a budget beyond the model's context or a generated prompt
+    that does not fit its budget with BOS and the answer (``--shots`` too many for a task that
+    cannot drop demonstrations). Returns a note when an explicit ``--shots`` was cut to fit."""
+    budget = _prompt_limit(cfg, loaded, suite)
+    n_ctx = int(getattr(loaded.info, "n_ctx", 0) or 0)
+    if cfg.max_prompt_tokens is not None and n_ctx and cfg.max_prompt_tokens > n_ctx:
+        raise InputError(
+            f"--max-prompt-tokens {cfg.max_prompt_tokens} exceeds {loaded.info.name}'s "
+            f"{n_ctx}-token context; use --max-prompt-tokens {n_ctx} or less"
+        )
+    if suite not in GENERATED_SUITES or not budget:
+        return None
+    for task in tasks:
+        if not isinstance(task, GenTask):
+            continue
+        longest = max((len(i.prompt.split()) for i in task.items), default=0)
+        need = 1 + longest + task.max_new_tokens
+        if need > budget:
+            fix = "pass fewer --shots" if cfg.shots is not None else "raise --max-prompt-tokens"
+            raise InputError(
+                f"{task.name} prompts need {need} tokens with BOS and the answer, beyond the "
+                f"{budget}-token prompt budget of {loaded.info.name}; {fix}"
+            )
+    if cfg.shots is None:
+        return None
+    cut = sorted({t.name for t in tasks if getattr(t, "shots_kept", cfg.shots) < cfg.shots})
+    if not cut:
+        return None
+    fewest = min(t.shots_kept for t in tasks if t.name in cut)
+    return (
+        f"--shots {cfg.shots} does not fit the {budget}-token prompt budget: {', '.join(cut)} "
+        f"keep the newest demonstrations that fit (at least {fewest})"
+    )
 
 
 def plan_for(loaded, cfg: AblationConfig, scores, cache_path, log=None) -> HeadPlan:

@@ -172,6 +172,7 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
 
     console = console or Console()
     table = Table(title=title, title_justify="left")
+    longest = max((len(str(t)) + 2 for t in df.task), default=4)
     for col, just in [
         ("task", "left"),
         ("metric", "left"),
@@ -185,7 +186,10 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
         ("shaped", "right"),
         ("p_shaped", "right"),
     ]:
-        table.add_column(col, justify=just)
+        if col == "task":  # a pipe is 120 columns: the task name keeps its width, whole
+            table.add_column(col, justify=just, min_width=min(longest, 40), overflow="fold")
+        else:
+            table.add_column(col, justify=just)
     for r in df.itertuples():
         ctrl = (
             "-"
@@ -216,8 +220,12 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
             "-" if _missing(p_shaped) else f"{p_shaped:.2f}",
             style=style,
         )
+    notes = []
+    if not df.seed_std.isna().all():
+        notes.append("drop ± sd over prompt seeds; controls: mean ± sd over random head sets")
     if "positive_control" in df.columns and any(map(_is_control, df.positive_control)):
-        table.caption = "† positive control (induction by construction): not in the means"
+        notes.append("† positive control (induction by construction): not in the means")
+    table.caption = "\n".join(notes) or None
     console.print(table)
 
 

@@ -289,8 +289,9 @@ def plan_heads(
     and of every control (Yin and Steinhardt 2025's exclusion: rank by FV score without the top
     induction heads, or the reverse); the target keeps ``ceil(frac x all heads)`` heads."""
     info = loaded.info
-    if n_controls < 0:
-        raise InputError(f"--controls must be >= 0, got {n_controls}")
+    for name, value in (("n_controls", n_controls), ("seed", seed)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InputError(f"{name} must be an integer >= 0, got {value!r}")
     unrolled = None
     if tied:
         plan = loaded.loop_plan
@@ -310,8 +311,15 @@ def plan_heads(
             _check_controls_possible(n_selected(frac, info.n_layers * info.n_heads), None, info)
         if scores is None:
             if log:
-                log(f"ranking {info.n_layers * info.n_heads} heads by {score} score")
-            scores = compute_scores(loaded, score=score, cache_dir=cache_dir)
+                log(
+                    f"ranking {info.n_layers * info.n_heads} heads by {score} score (a table "
+                    "from `induction scan --out` or `induction fv --out`, passed as --scores, "
+                    "skips this)"
+                )
+            # progress when a log listens: on a real model this scan takes minutes
+            scores = compute_scores(
+                loaded, score=score, cache_dir=cache_dir, progress=log is not None
+            )
         else:
             read = [score, *([exclude[0]] if exclude and exclude[0] in scores.columns else [])]
             check_score_table(scores, read, info.n_layers, info.n_heads)

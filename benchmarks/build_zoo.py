@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from induction.errors import InputError  # noqa: E402
+from induction.errors import InputError, WorkbenchError  # noqa: E402
 from induction.io import claim_output  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
     PRESETS,
@@ -138,10 +138,29 @@ def _build(family: str, seed: int, out: Path, device: str | None) -> str:
 
 def _run(code: str, log: Path) -> None:
     with open(log, "a") as fh:
-        subprocess.run(
-            [sys.executable, "-c", code], check=True, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT
+        done = subprocess.run(
+            [sys.executable, "-c", code], stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT
         )
+    if done.returncode:  # one line naming the log, which stays for reading
+        raise WorkbenchError(f"training failed (exit code {done.returncode}); see {log}")
     log.unlink()
+
+
+def check_args(args) -> None:
+    """Refuse, before any folder or log is made, what no build can use (one line, exit 2)."""
+    from induction.training.first_zoo import FAMILIES, VARIANTS
+
+    if args.jobs < 1:
+        raise InputError(f"--jobs must be >= 1, got {args.jobs}")
+    known = [*PRESETS, *FAMILIES, *VARIANTS]
+    unknown = [f for f in args.families if f not in known]
+    if unknown:
+        raise InputError(f"unknown zoo family {', '.join(unknown)}; use {', '.join(known)}")
+    if any(not 0 <= s < 2**32 for s in args.seeds or ()):
+        raise InputError(f"--seeds must be in 0..{2**32 - 1}, got {args.seeds}")
+    for folder in (args.dest, *args.dest.parents):
+        if folder.exists() and not folder.is_dir():
+            raise InputError(f"--dest {args.dest}: {folder} is a file; pass a folder path")
 
 
 def main() -> None:
@@ -163,6 +182,7 @@ def main() -> None:
                     "bit-identical reruns; resumed runs where they began). Several --jobs share "
                     "one GPU (docs/zoo.md, 'Training on a GPU')")  # fmt: skip
     args = ap.parse_args()
+    check_args(args)
     if args.device is not None:
         first_zoo = [f for f in args.families if f not in PRESETS]
         if first_zoo and args.device != "cpu":
@@ -200,4 +220,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from induction.commands.main import run_script
+
+    run_script(main)

@@ -115,4 +115,6 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    from induction.commands.main import run_script
+
+    run_script(main)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -334,4 +333,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from induction.commands.main import run_script
+
+    run_script(main)

@@ -6,7 +6,7 @@ ablate`` runs it.
 
     python benchmarks/real_model.py [--model smollm2] [--fracs 0.05 0.1 0.2] [--controls 20]
         [--n-items 20] [--suites words paper19:var_math_depth0,...]
-        [--out-dir benchmarks/results/smollm2] [--readme README.md] [--details docs/results.md]
+        [--out-dir benchmarks/results/smollm2] [--readme docs/results.md] [--details docs/results.md]
 
 Each (suite, fraction) report is written as it lands (``<out-dir>/<suite>-frac<f>.json``,
 the ablation report with its meta) and reused while its key holds (every file of the model,
@@ -330,11 +330,17 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args(argv)
+    from induction.errors import InputError
+
+    for flag, value, low in (("--threads", args.threads, 0), ("--controls", args.controls, 0),
+                             ("--n-items", args.n_items, 1), ("--batch", args.batch, 1),
+                             ("--seed", args.seed, 0)):  # fmt: skip
+        if value < low:
+            raise InputError(f"{flag} must be an integer >= {low}, got {value}")
     if args.threads:
         import torch
 
         torch.set_num_threads(args.threads)
-    from induction.errors import InputError
     from induction.loading import quiet_libraries
 
     quiet_libraries()
@@ -411,4 +417,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from induction.commands.main import run_script
+
+    run_script(main)

@@ -12,4 +12,6 @@ from induction.replication import *  # noqa: F403
 from induction.replication import __all__, main  # noqa: F401
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from induction.commands.main import run_script
+
+    run_script(main)

@@ -398,4 +398,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from induction.commands.main import run_script
+
+    run_script(main)

@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -79,9 +80,26 @@ def _atomic_tmp(path: Path) -> Iterator[Path]:
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        full = disk_full(e, path)
+        if full is not None:
+            raise full from None
         raise
+
+
+#: Messages of writers that report a full disk without an OSError (safetensors' Rust IoError).
+_FULL_DISK_TEXT = ("no space left on device", "storagefull", "code: 28,", "disk quota exceeded")
+
+
+def disk_full(e: BaseException, path: str | Path) -> OSError | None:
+    """``e`` as an ``OSError(ENOSPC)`` naming ``path`` when it says the disk (or quota) is
+    full, so the CLI's one line names where (docs/safety.md); None for any other error."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return OSError(e.errno, e.strerror or os.strerror(e.errno), str(e.filename or path))
+    if not isinstance(e, OSError) and any(t in str(e).lower() for t in _FULL_DISK_TEXT):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return None
 
 
 def replace_file(path: str | Path, text: str) -> None:
@@ -588,6 +606,17 @@ def check_output_path(
         ) from None
     os.close(fd)
     os.unlink(probe)
+    free = shutil.disk_usage(existing).free
+    if free < MIN_FREE_BYTES:  # a full disk found before the work, not after it
+        raise InputError(
+            f"{flag_name} {path}: only {free // 1024} KiB free in {existing}; free some space "
+            "or choose another output folder"
+        )
+
+
+#: Free space an output location needs before any work (a full disk found after the work
+#: loses it); a write that still runs out names its path (:func:`disk_full`).
+MIN_FREE_BYTES = 1 << 20
 
 
 def read_json(path: str | Path, what: str = "JSON file") -> Any:
@@ -601,6 +630,13 @@ def read_text(path: str | Path, what: str = "file") -> str:
     """A UTF-8 text file's content; missing, unreadable or non-UTF-8 files raise one-line
     :class:`InputError` naming ``what`` and the path."""
     path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = stat.S_IFREG  # reported by the read below
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):  # reading one would wait for a writer
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket"
+        raise InputError(f"{what} {path} is {kind}, not a regular file; save it to a file first")
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
@@ -628,3 +664,16 @@ def _os_reason(e: OSError) -> str:
     if e.errno == errno.ELOOP:
         return "symlink loop; point it at a real file"
     return e.strerror or type(e).__name__
+
+
+def check_input_path(path: str | Path | None, flag_name: str) -> None:
+    """A one-line :class:`InputError` for an input path whose symlinks loop (resolving it
+    would fail deep inside a command with a traceback)."""
+    if path is None:
+        return
+    try:
+        Path(path).expanduser().resolve()
+    except (RuntimeError, OSError):  # Python < 3.13: RuntimeError("Symlink loop ...")
+        raise InputError(
+            f"{flag_name} {path} is a looping symlink; point it at a real file or folder"
+        ) from None

@@ -55,7 +55,16 @@ def prefix_cache(loaded, ids: Tensor, mask: Tensor) -> tuple[Tensor, Any]:
         out = loaded.hf_model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
     cache = getattr(out, "cache", None)
     cache = cache if cache is not None else out.past_key_values
-    cache.crop(-1)  # drop the last token: each patched copy runs it again
+    if any(getattr(layer, "is_sliding", False) for layer in getattr(cache, "layers", ())):
+        # a sliding-window layer keeps only its window and cannot drop the last token
+        # (Gemma 2/3, Mistral, Qwen2): build the cache from the prefix alone
+        with torch.inference_mode():
+            pre = loaded.hf_model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1],
+                                  position_ids=pos[:, :-1], use_cache=True)  # fmt: skip
+        cache = getattr(pre, "cache", None)
+        cache = cache if cache is not None else pre.past_key_values
+    else:
+        cache.crop(-1)  # drop the last token: each patched copy runs it again
     return out.logits[:, -1].float(), cache
 
 

@@ -61,7 +61,7 @@ def run_passes(
     first_pos, rep_pos = first_pos.to(device), rep_pos.to(device)
 
     slices = row_slices(n_rows, chunk)
-    advance = bar.task(len(slices), "scanning heads") if bar is not None else None
+    advance = bar.task(len(slices), f"forward passes over {n_rows} prompts") if bar else None
     with torch.inference_mode(), bridge.hooks(fwd_hooks=hooks):
         for rows in slices:
             if stripe is not None:

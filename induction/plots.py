@@ -133,6 +133,7 @@ def ranked_bar(df, score: str = "induction", top: int = 20, title: str | None = 
             y=INDUCTION_THRESHOLD,
             line_dash="dash",
             annotation_text=f"{INDUCTION_THRESHOLD} (induction head)",
+            annotation_yshift=4,  # above the dashed line, not on it
         )
     fig.update_layout(
         title=_title(df, score, title) + f" — top {len(best)}",

@@ -5,7 +5,7 @@
     from induction.progress import progress
 
     with progress(enabled) as bar:
-        advance = bar.task(len(chunks), "scanning heads")
+        advance = bar.task(len(chunks), "forward passes over 384 prompts")
         for chunk in chunks:
             ...
             advance()          # or advance(n); advance.describe("new label")
@@ -14,8 +14,9 @@
 
 On a terminal (or in Jupyter) ``bar.task`` draws a transient rich progress bar on stderr. When
 stderr is not a terminal (a log file, CI, a pipe) it writes plain lines instead, such as
-``scanning heads: 6/12 (50%), 31 s elapsed, ~31 s left``: one each time another 10% is done
-or 10 s have passed since the last line, whichever comes first, and a closing ``done`` line.
+``forward passes over 384 prompts: 6/12 (50%), 31 s elapsed, ~31 s left``: one each time
+another 10% is done or 10 s have passed since the last line, whichever comes first, and a
+closing ``done`` line.
 A phase (``bar.phase(label)``, or :func:`phase` on its own) shows a spinner row on a terminal;
 elsewhere it writes ``loading smollm2 ...`` once it has run 2 s and ``loading smollm2: done in
 43 s`` when it ends. Tasks and phases that finish within their first 2 s print nothing.

@@ -576,6 +576,11 @@ class _Renderer:
             if ax is None:
                 continue
             tr = self._transform(ax, pair, a.xref, a.yref)
+            if a.xshift or a.yshift:  # plotly's pixel shifts, as points: a label off its line
+                from matplotlib.transforms import offset_copy
+
+                tr = offset_copy(tr, fig=self.figure, x=a.xshift or 0, y=a.yshift or 0,
+                                 units="points")  # fmt: skip
             x = self._coord(a.x, a.xref, pair[0])
             y = self._coord(a.y, a.yref, pair[1])
             ax.text(

@@ -23,7 +23,6 @@ _LAZY = {
     "LineageSummary": "lineage.summary",
     "lineage_graph": "lineage.graph",
     "export_graph": "lineage.export",
-    "browser_check": "lineage.export",
     "parse_config": "lineage.mergekit",
     "mergekit_log": "lineage.mergekit",
     "apply_mergekit": "lineage.mergekit",

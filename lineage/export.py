@@ -4,7 +4,7 @@
 - ``.gexf``: GEXF 1.2 (Gephi); ``networkx.read_gexf`` reads it back.
 - ``.json``: node-link JSON (``networkx.node_link_data(g, edges="edges")``); read it back with
   ``networkx.node_link_graph(data, edges="edges")``.
-- ``.dot`` / ``.gv``: Graphviz DOT, written here (no pydot/pygraphviz needed); every
+- ``.dot`` / ``.gv``: Graphviz DOT, written through pydot; every
   attribute is a quoted string, nodes are filled by score (viridis). Render with
   ``dot -Tsvg lineage.dot``; ``networkx.nx_pydot.read_dot`` reads it when pydot is installed.
 - ``.html``: an interactive plotly figure laid out as a tree by stage (x: growth stage,
@@ -107,15 +107,17 @@ def read_node_link(path: str | Path):
 # --------------------------------------------------------------------------- DOT
 
 
-def _dot_quote(value: Any) -> str:
-    if isinstance(value, bool):
-        value = "true" if value else "false"
+def _dot_id(value: Any) -> str:
+    """A node id quoted for DOT: pydot reads a bare ``s0:L3H7`` as node ``s0``, port ``L3H7``."""
     text = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{text}"'
 
 
-def _dot_attrs(attrs: dict) -> str:
-    return ", ".join(f"{k}={_dot_quote(v)}" for k, v in attrs.items())
+def _dot_value(value: Any) -> str:
+    """An attribute value as DOT text (pydot quotes it where the grammar needs)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def score_color(value: float | None, lo: float = 0.0, hi: float = 1.0) -> str:
@@ -130,32 +132,39 @@ def score_color(value: float | None, lo: float = 0.0, hi: float = 1.0) -> str:
     return "#{:02x}{:02x}{:02x}".format(*rgb)
 
 
-def dot_text(g) -> str:
-    """The graph as Graphviz DOT text (every attribute of ``g`` kept, as strings)."""
+def dot_graph(g):
+    """The graph as a :class:`pydot.Dot` (every attribute of ``g`` kept, as strings), with
+    viridis fill colours by score and edge styles by kind."""
+    import pydot
+
     score = g.graph.get("score", "induction")
-    kind = "digraph" if g.is_directed() else "graph"
-    arrow = "->" if g.is_directed() else "--"
-    lines = [f"{kind} {_dot_quote(g.graph.get('name', 'lineage'))} {{"]
-    graph_attrs = {k: v for k, v in g.graph.items() if k != "name"}
-    graph_attrs.update(rankdir="LR", ranksep="1.2")
-    lines.append(f"  graph [{_dot_attrs(graph_attrs)}];")
-    lines.append('  node [shape="circle", style="filled", fontsize="9", fixedsize="true"];')
+    graph_attrs = {k: _dot_value(v) for k, v in g.graph.items() if k != "name"}
+    dot = pydot.Dot(
+        graph_name=_dot_id(g.graph.get("name", "lineage")),
+        graph_type="digraph" if g.is_directed() else "graph",
+        **graph_attrs,
+        rankdir="LR",
+        ranksep="1.2",
+    )
+    dot.set_node_defaults(shape="circle", style="filled", fontsize="9", fixedsize="true")
     for n, attrs in g.nodes(data=True):
         value = attrs.get(score)
         extra = {"fillcolor": score_color(value)}
-        if value is not None and value > 0.6:
-            extra["fontcolor"] = "black"
-        elif value is not None:
-            extra["fontcolor"] = "white"
-        lines.append(f"  {_dot_quote(n)} [{_dot_attrs({**attrs, **extra})}];")
+        if value is not None:
+            extra["fontcolor"] = "black" if value > 0.6 else "white"
+        merged = {k: _dot_value(v) for k, v in {**attrs, **extra}.items()}
+        dot.add_node(pydot.Node(_dot_id(n), **merged))
     for u, v, attrs in g.edges(data=True):
         style = {"mix": "dashed", "loop": "dotted"}.get(attrs.get("kind"), "solid")
         extra = {"style": style, "color": "#1f77b4" if attrs.get("kind") == "copy" else "#888888"}
-        lines.append(
-            f"  {_dot_quote(u)} {arrow} {_dot_quote(v)} [{_dot_attrs({**attrs, **extra})}];"
-        )
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        merged = {k: _dot_value(x) for k, x in {**attrs, **extra}.items()}
+        dot.add_edge(pydot.Edge(_dot_id(u), _dot_id(v), **merged))
+    return dot
+
+
+def dot_text(g) -> str:
+    """The graph as Graphviz DOT text (:func:`dot_graph`, written by pydot)."""
+    return dot_graph(g).to_string()
 
 
 def write_dot(g, path: str | Path) -> Path:
@@ -335,84 +344,3 @@ def write_html(
     with atomic_path(path) as tmp:
         fig.write_html(str(tmp), include_plotlyjs=include_plotlyjs, full_html=True)
     return Path(path)
-
-
-# --------------------------------------------------------------------------- browser check
-
-_PROBE_HEAD = (
-    "<script>window.__errors=[];window.addEventListener('error',function(e){"
-    "window.__errors.push(String(e.message||e));});(function(){var o=console.error;"
-    "console.error=function(){window.__errors.push(Array.prototype.join.call(arguments,' '));"
-    "o.apply(console,arguments);};})();</script>"
-)
-_PROBE_TAIL = (
-    "<script>window.addEventListener('load',function(){setTimeout(function(){"
-    "var p=document.createElement('pre');p.id='__probe';p.textContent=JSON.stringify({"
-    "errors:window.__errors,plots:document.querySelectorAll('.js-plotly-plot').length,"
-    "points:document.querySelectorAll('.point').length});document.body.appendChild(p);"
-    "},500);});</script>"
-)
-
-
-def find_chromium() -> str | None:
-    import shutil
-
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def browser_check(path: str | Path, chromium: str | None = None, timeout: float = 120) -> dict:
-    """Open an HTML file in headless Chromium and report console errors and what was drawn.
-
-    A copy of the page gets a first script that records uncaught errors and
-    ``console.error`` calls and a last one that, 0.5 s after ``load``, writes them with the
-    number of plotly plots and drawn markers into the DOM, which ``--dump-dom`` prints.
-    Returns ``{"errors": [...], "plots": n, "points": n}``. Chromium: ``apt-get install -y
-    chromium`` (Debian). Run it as ``python -m lineage.export FILE.html``.
-    """
-    import re
-    import subprocess
-    import tempfile
-
-    exe = chromium or find_chromium()
-    if exe is None:
-        raise InputError("no Chromium found (apt-get install -y chromium)")
-    html = Path(path).read_text(encoding="utf-8")
-    html = html.replace("<head>", "<head>" + _PROBE_HEAD, 1)
-    html = html.replace("</body>", _PROBE_TAIL + "</body>", 1)
-    with tempfile.TemporaryDirectory() as tmp:
-        page = Path(tmp) / "probe.html"
-        page.write_text(html, encoding="utf-8")
-        proc = subprocess.run(
-            [
-                exe,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                f"--user-data-dir={tmp}/profile",
-                "--virtual-time-budget=10000",
-                "--dump-dom",
-                page.as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    found = re.search(r'<pre id="__probe">(.*?)</pre>', proc.stdout, re.S)
-    if not found:
-        tail = " ".join(proc.stderr.split()[-30:])
-        raise RuntimeError(f"Chromium printed no probe report (exit {proc.returncode}): {tail}")
-    import html as html_lib
-
-    return json.loads(html_lib.unescape(found.group(1)))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    import sys
-
-    report = browser_check(sys.argv[1])
-    print(json.dumps(report))
-    sys.exit(1 if report["errors"] or not report["plots"] else 0)

@@ -27,7 +27,8 @@ in its family), for a singleton ``1 - best_outside / threshold``; clipped to [0,
 :meth:`InferredLineage.to_log` gives a one-event ``inferred`` duplication log that the
 ancestry, summary and graph code take like a real one.
 
-Supported layouts: separate q/k/v/o projections (Llama, Mistral, Qwen, Gemma, OPT, ...), GPT-2
+Supported layouts: separate q/k/v/o projections (Llama, Mistral, Qwen, Gemma, OPT, Phi's
+``dense``, ...), GPT-2
 ``c_attn``/``c_proj`` and GPT-NeoX ``query_key_value``/``dense``; other models fall back to
 comparing every tensor of the layer (``mode = "layer"``).
 """
@@ -50,7 +51,7 @@ _PARTS = {
     "q": ("q_proj.weight",),
     "k": ("k_proj.weight",),
     "v": ("v_proj.weight",),
-    "o": ("o_proj.weight", "out_proj.weight"),
+    "o": ("o_proj.weight", "out_proj.weight", "self_attn.dense.weight"),  # dense: Phi
 }
 
 

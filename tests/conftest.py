@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,241 @@ def make_tiny_llama(
     model.save_pretrained(str(folder))
     save_tokenizer(folder)
     return folder
+
+
+# The families users bring (issue #45 item 1; docs/specs.md, "Architectures"): tiny configs,
+# 2 layers, hidden 32, the zoo tokenizer. Each exercises what its family adds: grouped-query
+# attention (llama, qwen3, gemma), sliding-window layers mixed with global ones and a local
+# RoPE base (gemma2, gemma3, qwen2, mistral), q/k norm (gemma3, qwen3), attention and final
+# logit soft-capping and query scaling other than 1/sqrt(d_head) (gemma2), absolute positions
+# (gpt2), parallel attention and partial rotary (gpt_neox, phi).
+WINDOW = 4  # sliding window (tokens): shorter than the test prompts, so it matters
+ARCH_CONFIGS: dict[str, tuple[str, dict]] = {
+    "llama": ("LlamaConfig", {"num_key_value_heads": 2}),
+    "gemma2": ("Gemma2Config", {"num_key_value_heads": 2, "head_dim": 8, "sliding_window": WINDOW,
+                                "query_pre_attn_scalar": 12,
+                                "layer_types": ["sliding_attention", "full_attention"]}),
+    "gemma3": ("Gemma3TextConfig", {"num_key_value_heads": 2, "head_dim": 8,
+                                    "sliding_window": WINDOW, "query_pre_attn_scalar": 12,
+                                    "layer_types": ["sliding_attention", "full_attention"]}),
+    "qwen2": ("Qwen2Config", {"num_key_value_heads": 2, "use_sliding_window": True,
+                              "sliding_window": WINDOW, "max_window_layers": 1}),
+    "qwen3": ("Qwen3Config", {"num_key_value_heads": 2, "head_dim": 8}),
+    "mistral": ("MistralConfig", {"num_key_value_heads": 2, "sliding_window": WINDOW}),
+    "gpt2": ("GPT2Config", {"n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 128}),
+    "gpt_neox": ("GPTNeoXConfig", {"rotary_pct": 0.5, "use_parallel_residual": True}),
+    "phi": ("PhiConfig", {"partial_rotary_factor": 0.5}),
+}  # fmt: skip
+
+
+def make_tiny_arch(folder: Path, family: str, seed: int = 0, **changes) -> Path:
+    """Save a randomly initialised causal LM of ``family`` (:data:`ARCH_CONFIGS`, overridden
+    by ``changes``) + the zoo tokenizer to ``folder``; built offline from the config."""
+    import torch
+    import transformers
+
+    from induction.zoo.vocab import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, save_tokenizer
+
+    name, extra = ARCH_CONFIGS[family]
+    common = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "max_position_embeddings": 128}  # fmt: skip
+    if family == "gpt2":
+        common = {}
+    kwargs = {**common, **extra, **changes}
+    config = getattr(transformers, name)(
+        vocab_size=VOCAB_SIZE, bos_token_id=BOS_ID, eos_token_id=EOS_ID, pad_token_id=PAD_ID,
+        **kwargs,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    save_tokenizer(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_arch_dirs(tmp_path_factory):
+    """``family -> folder`` of :func:`make_tiny_arch`, built once per run on first use."""
+    root = tmp_path_factory.mktemp("arch")
+    built: dict[str, Path] = {}
+
+    def get(family: str) -> Path:
+        if family not in built:
+            built[family] = make_tiny_arch(root / family, family)
+        return built[family]
+
+    return get
+
+
+class PlainArch:
+    """Recomputations written for the tests from transformers' own modules (eager attention),
+    with no workbench code: the reference the architecture matrix is checked against."""
+
+    @staticmethod
+    def load(folder: Path):
+        import transformers
+
+        hf = transformers.AutoModelForCausalLM.from_pretrained(
+            str(folder), attn_implementation="eager"
+        )
+        return hf.eval()
+
+    @staticmethod
+    def layers(hf) -> list:
+        for path in ("model.layers", "transformer.h", "gpt_neox.layers"):
+            obj = hf
+            for part in path.split("."):
+                obj = getattr(obj, part, None)
+            if obj is not None:
+                return list(obj)
+        raise AssertionError(f"no layer list in {type(hf).__name__}")
+
+    @staticmethod
+    def attn(layer):
+        for name in ("self_attn", "attn", "attention"):
+            if hasattr(layer, name):
+                return getattr(layer, name)
+        raise AssertionError(f"no attention in {type(layer).__name__}")
+
+    @classmethod
+    def out_proj(cls, layer):
+        """The output projection, whose input is the heads' outputs side by side."""
+        a = cls.attn(layer)
+        for name in ("o_proj", "c_proj", "dense"):
+            if hasattr(a, name):
+                return getattr(a, name)
+        raise AssertionError(f"no output projection in {type(a).__name__}")
+
+    @classmethod
+    def o_weight(cls, layer):
+        """``[d_model, n_heads * d_head]`` (transposed from GPT-2's Conv1D)."""
+        proj = cls.out_proj(layer)
+        return proj.weight.T if type(proj).__name__ == "Conv1D" else proj.weight
+
+    @classmethod
+    def head_outputs(cls, hf, tokens, d_head: int) -> dict:
+        """Each layer's output-projection input ``[batch, pos, head, d_head]``."""
+        import torch
+
+        found, handles = {}, []
+        for i, layer in enumerate(cls.layers(hf)):
+
+            def grab(mod, args, i=i):
+                found[i] = args[0].detach().unflatten(-1, (-1, d_head))
+
+            handles.append(cls.out_proj(layer).register_forward_pre_hook(grab))
+        try:
+            with torch.no_grad():
+                hf(input_ids=tokens)
+        finally:
+            for h in handles:
+                h.remove()
+        return found
+
+    @classmethod
+    @contextmanager
+    def zero_head(cls, hf, layer: int, head: int, d_head: int):
+        """Zero one head's slice of the output projection's input."""
+
+        def fn(mod, args):
+            x = args[0].clone()
+            x[..., head * d_head : (head + 1) * d_head] = 0
+            return (x, *args[1:])
+
+        handle = cls.out_proj(cls.layers(hf)[layer]).register_forward_pre_hook(fn)
+        try:
+            yield
+        finally:
+            handle.remove()
+
+    @classmethod
+    @contextmanager
+    def key_input_minus(cls, hf, layer: int, delta):
+        """Subtract ``delta`` (``[batch, pos, d_model]``) from the residual stream that enters
+        layer ``layer``'s keys only: queries, values and the residual itself keep it."""
+        import torch
+
+        block = cls.layers(hf)[layer]
+        a = cls.attn(block)
+        norm = getattr(block, "input_layernorm", None) or getattr(block, "ln_1", None)
+        seen = {}
+
+        def grab(mod, args, kwargs):
+            seen["resid"] = args[0] if args else kwargs["hidden_states"]
+
+        def keys_in():
+            return norm(seen["resid"] - delta)
+
+        def recompute(mod):  # the fused projection on the patched input, without this hook
+            seen["inside"] = True
+            try:
+                return mod(keys_in())
+            finally:
+                seen["inside"] = False
+
+        handles = [block.register_forward_pre_hook(grab, with_kwargs=True)]
+        if hasattr(a, "k_proj"):
+            handles.append(a.k_proj.register_forward_pre_hook(lambda m, args: (keys_in(),)))
+        elif hasattr(a, "c_attn"):  # GPT-2: fused [q | k | v]
+
+            def fused(mod, args, out):
+                if seen.get("inside"):
+                    return out
+                d = out.shape[-1] // 3
+                out = out.clone()
+                out[..., d : 2 * d] = recompute(mod)[..., d : 2 * d]
+                return out
+
+            handles.append(a.c_attn.register_forward_hook(fused))
+        else:  # GPT-NeoX: per head [q, k, v]
+
+            def fused(mod, args, out):
+                if seen.get("inside"):
+                    return out
+                heads = out.view(*out.shape[:-1], -1, 3, a.head_size)
+                new = recompute(mod).view(heads.shape)
+                heads = heads.clone()
+                heads[..., 1, :] = new[..., 1, :]
+                return heads.flatten(-3)
+
+            handles.append(a.query_key_value.register_forward_hook(fused))
+        try:
+            with torch.no_grad():
+                yield
+        finally:
+            for h in handles:
+                h.remove()
+
+    @classmethod
+    def patterns(cls, hf, tokens) -> list:
+        """Each layer's attention pattern ``[batch, head, query, key]`` (eager attention)."""
+        import torch
+
+        with torch.no_grad():
+            out = hf(input_ids=tokens, output_attentions=True)
+        return [p.detach() for p in out.attentions]
+
+    @staticmethod
+    def stripe(pattern, copy_start: int, seq_len: int):
+        """Induction score per row and head: mean attention from every token of the second
+        copy to the token after its earlier occurrence, ``[batch, head]``."""
+        import torch
+
+        q = torch.arange(copy_start, pattern.shape[-1])
+        return pattern[:, :, q, q - seq_len + 1].mean(-1)
+
+
+@pytest.fixture(scope="session")
+def plain_arch():
+    """:class:`PlainArch` (conftest classes are not importable by tests)."""
+    return PlainArch
+
+
+@pytest.fixture(scope="session")
+def tiny_arch_factory():
+    """``make_tiny_arch`` as a fixture."""
+    return make_tiny_arch
 
 
 @pytest.fixture(scope="session")

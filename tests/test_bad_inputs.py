@@ -674,7 +674,7 @@ CASES: list[Case] = [
     C("A27", f"{ABL} --out {{d}}/r.xlsx", None, ".xlsx"),
     C("A28", f"{ABL} --out /sys/r.csv", None, "cannot write in /sys"),
     C("A29", f"{ABL} --out {{d}}/outdir", lambda e: (e.d / "outdir").mkdir(), "is a folder"),
-    C("A30", f"{ABL} --plot {{d}}/r.png", None, "--plot"),
+    C("A30", f"{ABL} --plot {{d}}/r.svg", None, "--plot"),
     C("A31", f"{ABL} --out {{good}}/config.json", None, "is an input"),
     C("A31c", "ablate {grown} --no-cache --out {grown}/initial/card.json", None, "is an input"),
     # the circuit, effect and pattern commands follow the same output rules

@@ -38,6 +38,7 @@ import numpy as np
 from ablation.tasks.base import DistItem, DistTask, GenItem, GenTask
 from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec, index
+from induction.errors import InputError
 from induction.zoo import corpus
 from induction.zoo import vocab as V
 
@@ -130,17 +131,33 @@ def var_assign(
     name = f"var_depth{depth}"
     rng = _rng(seed, name)
     items = []
+    kept = shots
     for _ in range(n_items):
-        demos = [_text(corpus.varassign_segment(rng, depth)) for _ in range(shots)]
+        # a demonstration is at least 2 tokens: more than max_tokens // 2 can never fit
+        n_demos = min(shots, max_tokens // 2)
+        demos = [_text(corpus.varassign_segment(rng, depth)) for _ in range(n_demos)]
         query = corpus.varassign_segment(rng, depth)  # [... q ? answer .]
-        # BOS + demos + query prompt + answer + stop must fit the training length
-        while demos and 1 + sum(len(d.split()) for d in demos) + len(query) > max_tokens:
-            demos.pop(0)
+        # BOS + demos + query prompt + answer + stop must fit the training length: drop the
+        # oldest demonstrations (one pass)
+        room = max_tokens - 1 - len(query)
+        if room < 0:
+            raise InputError(
+                f"a {name} question with its answer needs {1 + len(query)} tokens, more than "
+                f"the {max_tokens}-token prompt budget; raise --max-prompt-tokens"
+            )
+        sizes = [len(d.split()) for d in demos]
+        total, first = sum(sizes), 0
+        while total > room:
+            total, first = total - sizes[first], first + 1
+        demos = demos[first:]
+        kept = min(kept, len(demos))
         prompt = " ".join(demos + [_text(query[:-2])])
         items.append(GenItem(prompt=prompt, golds=[V.TOKENS[query[-2]]]))
-    return GenTask(
+    task = GenTask(
         name, items, metric="em", stop=[".", ","], max_new_tokens=3, group="zoo", suite="zoo"
     )
+    task.shots_kept = kept  # the fewest demonstrations an item kept (a note when < asked)
+    return task
 
 
 def regbench_item(dfa, strings: list[list[int]], max_tokens: int = CONTEXT) -> DistItem:

@@ -90,14 +90,11 @@ def _pick(rng: np.random.Generator, pool, n: int) -> list[str]:
 
 def _fit(demos: list[Unit], unit: Unit, max_tokens: int, max_new: int) -> list[Unit]:
     """Drop the oldest demonstrations until BOS + prompt + ``max_new`` answer tokens fit."""
-    demos = list(demos)
-
-    def size() -> int:
-        return 1 + sum(len(d.demo.split()) for d in demos) + len(unit.query.split()) + max_new
-
-    while demos and size() > max_tokens:
-        demos.pop(0)
-    return demos
+    sizes = [len(d.demo.split()) for d in demos]
+    total, first = 1 + sum(sizes) + len(unit.query.split()) + max_new, 0
+    while first < len(demos) and total > max_tokens:  # one pass: linear in the demos
+        total, first = total - sizes[first], first + 1
+    return list(demos[first:])
 
 
 # ----------------------------------------------------------------------------- closed-book QA
@@ -441,7 +438,8 @@ def records(
 ) -> list[Record]:
     """The items of a measured task with their parts (the baseline tests read ``meta``)."""
     spec = BY_NAME[name]
-    k = spec.shots if shots is None else shots
+    # a demonstration is at least 2 tokens: more than max_tokens // 2 can never fit
+    k = min(spec.shots if shots is None else shots, max_tokens // 2)
     rng = _rng(seed, name)
     out = []
     for _ in range(n_items):

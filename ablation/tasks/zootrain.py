@@ -32,6 +32,7 @@ from ablation.tasks import zoo
 from ablation.tasks.base import GenItem, GenTask
 from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec, index
+from induction.errors import InputError
 from induction.zoo.world import world
 
 SUITE = "zootrain"
@@ -65,14 +66,26 @@ BY_NAME = index(SPECS)
 TASKS = tuple(BY_NAME)
 
 
-def fact_task(name: str, n_items: int, shots: int = CLOSED_SHOTS, seed: int = 0) -> GenTask:
-    """Closed-book questions of one relation in the training statement format."""
+def fact_task(
+    name: str, n_items: int, shots: int = CLOSED_SHOTS, seed: int = 0, max_tokens: int = CONTEXT
+) -> GenTask:
+    """Closed-book questions of one relation in the training statement format; BOS, the
+    prompt and the answer fit ``max_tokens`` (demonstrations stop where the next would not
+    fit, so building stays linear in the budget whatever ``shots``)."""
     relation = world().relations[FACT_NAMES.index(name)]
     rng = np.random.default_rng([SEED_OFFSET + seed, FACT_NAMES.index(name)])
-    items = []
+    max_new = BY_NAME[name].max_new_tokens
+    items, kept = [], shots
     for _ in range(n_items):
         entity = relation.facts[int(rng.integers(len(relation.facts)))][0]
         used, demos = {entity}, []
+        question = f"{entity} {relation.word}"
+        room = max_tokens - 1 - len(question.split()) - max_new  # BOS, question, answer
+        if room < 0:
+            raise InputError(
+                f"a {name} question with its answer needs {max_tokens - room} tokens, more than "
+                f"the {max_tokens}-token prompt budget; raise --max-prompt-tokens"
+            )
         for _ in range(shots):
             value = relation.values[int(rng.integers(len(relation.values)))]
             holders = [e for e in relation.entities_with(value) if e != entity]
@@ -80,15 +93,22 @@ def fact_task(name: str, n_items: int, shots: int = CLOSED_SHOTS, seed: int = 0)
             if not fresh:  # the queried entity is this value's only holder
                 continue
             e = fresh[int(rng.integers(len(fresh)))]
+            demo = f"{e} {relation.word} {value} ."
+            room -= len(demo.split())
+            if room < 0:
+                break
             used.add(e)
-            demos.append(f"{e} {relation.word} {value} .")
-        prompt = " ".join([*demos, f"{entity} {relation.word}"])
+            demos.append(demo)
+        kept = min(kept, len(demos))
+        prompt = " ".join([*demos, question])
         items.append(
             GenItem(
                 prompt=prompt, golds=[relation.value(entity)], candidates=list(relation.values)
             )  # fmt: skip
         )
-    return GenTask(name, items, metric="em")
+    task = GenTask(name, items, metric="em")
+    task.shots_kept = kept  # the fewest demonstrations an item kept (a note when < asked)
+    return task
 
 
 def build(
@@ -97,7 +117,7 @@ def build(
     spec = BY_NAME[name]
     k = spec.shots if shots is None else shots
     if name in FACT_NAMES:
-        task = fact_task(name, n_items, k, seed)
+        task = fact_task(name, n_items, k, seed, max_tokens)
     elif name == "lookup":
         task = zoo.lookup(n_items, k, seed)
     elif name == "copy":

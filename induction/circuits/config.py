@@ -167,7 +167,8 @@ class FVConfig:
 
     def __post_init__(self) -> None:
         for name, least in (("shots", 2), ("n_prompts", 1), ("seeds", 1), ("max_rows", 1)):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < least:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 what = " to shuffle labels" if name == "shots" else ""
                 flag = name.replace("_", "-")
                 raise InputError(f"--{flag} must be >= {least}{what}, got {getattr(self, name)}")

@@ -47,6 +47,8 @@ from induction.circuits.patching import (
     mask_hook,
     nll_at,
     run_rows,
+    shortcut_exact,
+    unembed,
     view,
     z_hook,
 )
@@ -111,16 +113,22 @@ def ablate_each_head(
     clean: Clean,
     max_rows: int = DEFAULT_MAX_ROWS,
     advance: Callable[[], None] = _no_advance,
+    null: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Loss of every prompt with each head ablated alone: ``[len(heads), B]`` (input order);
-    ``advance()`` after each forward pass (``len(chunks_by_layer(heads, max_rows // B))``)."""
+    ``advance()`` after each forward pass (``len(chunks_by_layer(heads, max_rows // B))``).
+
+    ``null`` (``[len(heads), B]``), when given, is filled with the null baseline: the loss of
+    one more block of rows in each pass in which nothing is ablated (the head's own pass, so
+    the same start layer and hook); it equals the clean loss within float tolerance."""
     v = s.v
     B = s.tokens.shape[0]
-    per_chunk = max(1, max_rows // B)
+    extra = int(null is not None)
+    per_chunk = max(1, max_rows // B - extra)
     index = {h: i for i, h in enumerate(heads)}
     out = torch.empty(len(heads), B)
     for layer, hs in chunks_by_layer(heads, per_chunk):
-        c = len(hs)
+        c = len(hs) + extra
         keep = torch.ones(c, v.n_heads, device=v.device)
         for i, (_, h) in enumerate(hs):
             keep[i, h] = 0
@@ -139,6 +147,8 @@ def ablate_each_head(
         loss = nll_at(logits, s.targets.repeat(c, 1)).view(c, B).cpu()
         for i, h in enumerate(hs):
             out[index[h]] = loss[i]
+            if null is not None:
+                null[index[h]] = loss[-1]
         advance()
     return out
 
@@ -181,9 +191,9 @@ def attribution(s: Setup, repl: Replacement, clean: Clean) -> torch.Tensor:
             torch.enable_grad(),
             v.bridge.hooks(fwd_hooks=[(z_hook(i), leaf) for i in range(v.n_layers)]),
         ):
-            if v.can_skip:  # unembed only the scored positions (forward and backward)
+            if v.can_skip and shortcut_exact(v, s.tokens, 0):  # unembed scored positions only
                 hidden = v.base(input_ids=s.tokens, use_cache=False).last_hidden_state
-                logits = v.lm_head(hidden.index_select(1, s.logits_at))
+                logits = unembed(v, hidden.index_select(1, s.logits_at))
             else:
                 logits = v.bridge(s.tokens, return_type="logits").index_select(1, s.logits_at)
             loss = nll_at(logits, s.targets).mean()
@@ -234,6 +244,7 @@ class EffectsResult:
     timing: dict[str, float] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     scores: Any = None  # optional scan table (induction, previous_token) for the report
+    effect_null: torch.Tensor | None = None  # [L, H]: same passes, nothing ablated (about 0)
     #: what the run read (the model's folder): :meth:`save`/:meth:`plot` never write there
     inputs: tuple[Path, ...] = field(default=(), repr=False)
 
@@ -250,6 +261,8 @@ class EffectsResult:
                     "effect": float(self.effect[layer, head]),
                     "effect_se": float(self.effect_se[layer, head]),
                 }
+                if self.effect_null is not None:
+                    row["effect_null"] = float(self.effect_null[layer, head])
                 if self.atp is not None:
                     row["atp"] = float(self.atp[layer, head])
                 rows.append(row)
@@ -356,7 +369,7 @@ def run(
     v = s.v
     timing: dict[str, float] = {}
     heads = [(layer, h) for layer in range(v.n_layers) for h in range(v.n_heads)]
-    passes = len(chunks_by_layer(heads, max(1, cfg.max_rows // s.tokens.shape[0])))
+    passes = len(chunks_by_layer(heads, max(1, cfg.max_rows // s.tokens.shape[0] - 1)))
     with progress_reporter(cfg.progress) as bar:
         advance = bar.task(1 + passes + int(cfg.atp), f"effects of {s.name}: ablating each head")
         t0 = time.perf_counter()
@@ -365,9 +378,11 @@ def run(
         repl = make_replacement(v, cfg.mode, cfg.reference, s.tokens, clean, s.info)
         advance()
         t0 = time.perf_counter()
-        losses = ablate_each_head(s, heads, repl, clean, max_rows=cfg.max_rows, advance=advance)
+        null = torch.empty(len(heads), s.tokens.shape[0])
+        losses = ablate_each_head(s, heads, repl, clean, cfg.max_rows, advance, null=null)
         timing["ablation_s"] = time.perf_counter() - t0
         diff = losses - clean.loss.cpu()[None]
+        effect_null = (null - clean.loss.cpu()[None]).mean(1).view(v.n_layers, v.n_heads)
         n = diff.shape[1]
         effect = diff.mean(1).view(v.n_layers, v.n_heads)
         se = diff.std(1) / n**0.5 if n > 1 else torch.full((len(heads),), float("nan"))
@@ -398,6 +413,7 @@ def run(
         clean_loss=float(clean.loss.mean()),
         effect=effect,
         effect_se=se,
+        effect_null=effect_null,
         atp=est,
         corr=corr,
         timing=timing,

@@ -175,7 +175,17 @@ class CircuitResult:
             facet_col="induction_head" if 0 < len(self.heads) <= 6 else None,
             hover_data=["induction_head", "partner", "k_comp", "drop"],
             title=f"{self.model}: induction heads and their earlier partners",
+            labels={
+                "k_comp_excess": "K-composition above baseline",
+                "drop_key": "drop of the induction score, key path",
+                "drop": "drop of the induction score",
+                "partner_prev_token": "partner's previous-token score",
+                "induction_head": "induction head",
+            },
+            template="plotly_white",
         )
+        # facet titles read "L5H1", not "induction head=L5H1"
+        fig.for_each_annotation(lambda a: a.update(text=a.text.rsplit("=", 1)[-1]))
         if path is not None:
             from induction.plots import save_figure
 
@@ -218,15 +228,18 @@ def _total_drops(
     max_rows,
     advance: Callable[[], None] = _no_advance,
 ):
-    """Induction score of each head with each candidate ablated: ``[cands, heads, B]``;
-    ``advance()`` after each forward pass."""
+    """Induction score of each head with each candidate ablated, ``[cands, heads, B]``, and
+    the null baseline of the same passes, ``[cands, heads, B]``: each pass carries one more
+    block of rows in which nothing is patched (the candidate's own pass, so the null shares
+    its start layer and replacement hook); ``advance()`` after each forward pass."""
     v, B = s.v, s.tokens.shape[0]
     reader = _Reader(s, heads)
     stop = max(h[0] for h in heads) + 1
     index = {c: i for i, c in enumerate(candidates)}
     out = torch.full((len(candidates), len(heads), B), float("nan"))
-    for layer, cs in chunks_by_layer(candidates, max(1, max_rows // B)):
-        c = len(cs)
+    null = torch.full_like(out, float("nan"))
+    for layer, cs in chunks_by_layer(candidates, max(1, max_rows // B - 1)):
+        c = len(cs) + 1  # the last block patches nothing
         keep = torch.ones(c, v.n_heads, device=v.device)
         for i, (_, h) in enumerate(cs):
             keep[i, h] = 0
@@ -245,8 +258,9 @@ def _total_drops(
         vals = reader.out.view(c, B, len(heads)).permute(0, 2, 1)
         for i, cand in enumerate(cs):
             out[index[cand]] = vals[i]
+            null[index[cand]] = vals[-1]
         advance()
-    return out
+    return out, null
 
 
 @torch.no_grad()
@@ -259,11 +273,14 @@ def _key_path_drops(
     max_rows,
     advance: Callable[[], None] = _no_advance,
 ):
-    """Induction score of each head with each candidate removed from its key input only;
-    ``advance()`` after each forward pass."""
+    """Induction score of each head with each candidate removed from its key input only, and
+    the null baseline of the same passes (one more block of rows whose key input gets a zero
+    difference through the same hook), both ``[cands, heads, B]``; ``advance()`` after each
+    forward pass."""
     v, B = s.v, s.tokens.shape[0]
     bridge = v.bridge
     out = torch.full((len(candidates), len(heads), B), float("nan"))
+    null = torch.full_like(out, float("nan"))
     index = {c: i for i, c in enumerate(candidates)}
     reader = _Reader(s, heads)
     W_O = {}
@@ -271,10 +288,10 @@ def _key_path_drops(
     try:
         for lb, cols in sorted(reader.by_layer.items()):
             earlier = [c for c in candidates if c[0] < lb]
-            per = max(1, max_rows // B)
+            per = max(1, max_rows // B - 1)
             for start in range(0, len(earlier), per):
                 cs = earlier[start : start + per]
-                c = len(cs)
+                c = len(cs) + 1  # the last block patches nothing
                 deltas = []
                 for la, ha in cs:
                     if la not in W_O:
@@ -283,9 +300,10 @@ def _key_path_drops(
                     r = repl.for_rows(la, 1, clean.z[la])
                     zr = torch.zeros_like(z) if r is None else r.expand_as(clean.z[la])[:, :, ha]
                     deltas.append((z - zr) @ W_O[la][ha].to(z.dtype))
+                deltas.append(torch.zeros_like(deltas[-1]))
                 delta = torch.cat(deltas)  # [c*B, pos, d]
 
-                def patch(x, hook, lb=lb, delta=delta):
+                def patch(x, hook, delta=delta, cols=cols):
                     # x: [rows, pos, n_kv, d_model]; patch the KV groups of this layer's heads
                     n_kv = x.shape[2]
                     groups = sorted({reader.heads[j][1] // (v.n_heads // n_kv) for j in cols})
@@ -305,10 +323,11 @@ def _key_path_drops(
                 vals = reader.out.view(c, B, len(heads)).permute(0, 2, 1)
                 for i, cand in enumerate(cs):
                     out[index[cand], cols] = vals[i, cols]
+                    null[index[cand], cols] = vals[-1, cols]
                 advance()
     finally:
         bridge.set_use_split_qkv_input(False)
-    return out
+    return out, null
 
 
 def find_circuits(
@@ -322,7 +341,9 @@ def find_circuits(
     head): ``induction_head``, ``layer``, ``head``, ``induction_head_score``, ``partner``,
     ``partner_layer``, ``partner_head``, ``partner_prev_token``, ``k_comp``,
     ``k_comp_baseline``, ``k_comp_excess``, ``clean_score``, ``drop``, ``drop_se``,
-    ``drop_key``, ``drop_key_se``, ``partner_rank`` (1 = largest key-path drop).
+    ``drop_key``, ``drop_key_se``, ``partner_rank`` (1 = largest key-path drop), and the null
+    baselines ``drop_null`` / ``drop_key_null``: the drop measured in the same forward pass on
+    rows where nothing is patched (0 within float tolerance when the path is exact).
     """
     import pandas as pd
 
@@ -368,25 +389,25 @@ def find_circuits(
     has_key = cfg.key_path and "blocks.0.attn.hook_k_input" in v.bridge.hook_dict
     if cfg.key_path and not has_key:
         note = "the bridge exposes no hook_k_input: key-path drop not measured"
-    per = max(1, cfg.max_rows // s.tokens.shape[0])
+    per = max(1, cfg.max_rows // s.tokens.shape[0] - 1)  # each pass adds a null block
     with progress_reporter(cfg.progress) as bar:
         task = f"circuits of {s.name}: ablating partners"
         advance = bar.task(2 + _passes(heads, candidates, per, has_key), task)
-        clean = clean_pass(v, s.tokens)
+        stop = max(h[0] for h in heads) + 1  # nothing at or after it is read
+        clean = clean_pass(v, s.tokens, stop=stop)
         repl = make_replacement(v, cfg.mode, cfg.reference, s.tokens, clean, s.info)
         advance()
         reader = _Reader(s, heads)
         with torch.no_grad():
-            stop = max(h[0] for h in heads) + 1
             run_rows(v, s.tokens, stop=stop, hooks=reader.hooks(len(s.tokens)))
         clean_scores = reader.out.T.clone()  # [heads, B]
         advance()
-        total = _total_drops(s, heads, candidates, repl, clean, cfg.max_rows, advance)
-        keyd = (
-            _key_path_drops(s, heads, candidates, repl, clean, cfg.max_rows, advance)
-            if has_key
-            else None
-        )
+        total, total_null = _total_drops(s, heads, candidates, repl, clean, cfg.max_rows, advance)
+        keyd = key_null = None
+        if has_key:
+            keyd, key_null = _key_path_drops(
+                s, heads, candidates, repl, clean, cfg.max_rows, advance
+            )
     prev = {(int(r.layer), int(r.head)): float(r.previous_token) for r in scores.itertuples()}
     ind = {(int(r.layer), int(r.head)): float(r.induction) for r in scores.itertuples()}
     rows = []
@@ -411,13 +432,15 @@ def find_circuits(
                 "clean_score": float(clean_scores[j].mean()),
                 "drop": float(drop.mean()),
                 "drop_se": float(drop.std() / n**0.5) if n > 1 else float("nan"),
+                "drop_null": float((clean_scores[j] - total_null[i, j]).mean()),
             }
             if keyd is not None:
                 dk = clean_scores[j] - keyd[i, j]
                 row["drop_key"] = float(dk.mean())
                 row["drop_key_se"] = float(dk.std() / n**0.5) if n > 1 else float("nan")
+                row["drop_key_null"] = float((clean_scores[j] - key_null[i, j]).mean())
             else:
-                row["drop_key"] = row["drop_key_se"] = float("nan")
+                row["drop_key"] = row["drop_key_se"] = row["drop_key_null"] = float("nan")
             rows.append(row)
     df = pd.DataFrame(rows)
     by = "drop_key" if keyd is not None else "drop"

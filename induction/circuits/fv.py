@@ -204,6 +204,7 @@ def cie_batched(
     heads: Sequence[Head],
     max_rows: int = DEFAULT_MAX_ROWS,
     reuse_prefix: bool = True,
+    null: list[float] | None = None,
 ) -> Tensor:
     """:func:`cie_loop` with many heads per forward pass: each corrupted prompt repeated once per
     head of a chunk, copy ``j`` patched at head ``heads[j]`` only.
@@ -211,7 +212,11 @@ def cie_batched(
     With ``reuse_prefix`` the copies run the last token alone on the prompts' prefix KV cache
     (:mod:`induction.kv_cache`): exact, since the patch is at the last position and attention
     is causal, and about prompt-length times cheaper. A model whose cached last-token logits
-    do not reproduce its full forward pass (checked once per batch) gets full passes."""
+    do not reproduce its full forward pass (checked once per batch) gets full passes.
+
+    ``null``, when given, gets the null baseline appended: the mean CIE of a pass through the
+    same path whose hook writes every head's own activation back (patches nothing; 0 within
+    float tolerance)."""
     ids, mask, answer = corrupted.ids, corrupted.mask, corrupted.answer
     b = ids.shape[0]
     cache = None
@@ -221,6 +226,19 @@ def cie_batched(
     else:
         full = _forward(loaded, ids, mask, [])
     base = answer_prob(full, answer)
+    if null is not None:
+
+        def same(z, hook):
+            z = z.clone()
+            z[:, -1] = z[:, -1].clone()
+            return z
+
+        hooks = [(z_name(0), same)]
+        if cache is not None:
+            logits = last_token_logits(loaded, ids, mask, cache, hooks, 1)
+        else:
+            logits = _forward(loaded, ids, mask, hooks)
+        null.append(float((answer_prob(logits, answer) - base).mean()))
     per_pass = max(1, max_rows // b)
     out = []
     for start in range(0, len(heads), per_pass):
@@ -317,14 +335,16 @@ class FVResult:
 
         t = self.table
         z = t.pivot(index="layer", columns="head", values="fv").sort_index()
+        # the detector's heatmap style (induction.plots.heatmap): numeric labels, layer 0 on top
         fig = go.Figure(
             go.Heatmap(
                 z=z.to_numpy(),
-                x=[f"H{h}" for h in z.columns],
-                y=[f"L{la}" for la in z.index],
+                x=[str(h) for h in z.columns],
+                y=[str(la) for la in z.index],
                 colorscale="RdBu",
                 zmid=0,
                 colorbar={"title": {"text": "FV score (Δp)"}},
+                hovertemplate="layer %{y}, head %{x}<br>FV %{z:.4f}<extra></extra>",
             )
         )
         fig.update_layout(
@@ -332,6 +352,10 @@ class FVResult:
             f"{self.settings.get('n_tasks', '?')} tasks)",
             xaxis_title="head",
             yaxis_title="layer",
+            xaxis={"type": "category"},
+            yaxis={"autorange": "reversed", "type": "category"},
+            template="plotly_white",
+            height=max(360, 28 * len(z.index) + 160),
         )
         if path is not None:
             from induction.plots import save_figure
@@ -410,7 +434,11 @@ def run(
                                   "p_corrupted": p_corrupted,
                                   "headroom": p_clean - p_corrupted})  # fmt: skip
                 means = mean_activations(loaded, clean)
-                by_task[name] = cie_batched(loaded, corrupted, means, heads, cfg.max_rows).cpu()
+                null: list[float] = []
+                by_task[name] = cie_batched(
+                    loaded, corrupted, means, heads, cfg.max_rows, null=null
+                ).cpu()
+                baselines[-1]["cie_null"] = null[0]
                 advance()
             per_seed.append(by_task)
     rows = []

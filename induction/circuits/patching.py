@@ -21,13 +21,19 @@ Two savings beyond batching make it cheaper than a loop of one ablated forward p
   layer ``l`` (cached by one clean pass). The decoder runs on a slice of its layer list,
   fed the residual as ``inputs_embeds``; this needs a decoder that adds no absolute position
   embedding to ``inputs_embeds`` (Llama, Qwen, Gemma, SmolLM2, the zoo). Others run from the
-  tokens (same results, no saving).
+  tokens (same results, no saving). A decoder picks each layer's attention type (sliding or
+  global window, local or global RoPE base: Gemma 2/3, Qwen2/3) from per-layer config lists
+  indexed by the layer's place in the list, so the slice slices those lists too; and before a
+  start layer's first shortcut, one prompt checks it against a full pass
+  (:func:`shortcut_exact`): where they differ the passes run from the tokens (docs/specs.md,
+  "Architectures").
 - **Only the logits read.** The loss is read on the second copy only, so the unembedding runs
   on those positions.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -67,6 +73,8 @@ class View:
     d_head: int
     device: torch.device
     can_skip: bool  # the decoder accepts a mid-stack residual as inputs_embeds
+    exact_from: dict[int, bool] = field(default_factory=dict)  # start layer -> shortcut checked
+    reference: Any = None  # (tokens [1, pos], residual entering each layer, logits [1, pos, vocab])
 
 
 def view(model: ModelLike) -> View:
@@ -105,19 +113,91 @@ def view(model: ModelLike) -> View:
     )
 
 
+# Config lists with one entry per layer that a decoder's forward indexes by the layer's place
+# in its layer list (``config.layer_types[i]`` picks the mask and the RoPE table of layer i).
+PER_LAYER_CONFIG = ("layer_types",)
+
+
 @contextmanager
 def _only_layers(v: View, start: int, stop: int) -> Iterator[None]:
-    """Temporarily shrink the decoder's layer list to ``layers[start:stop]`` (names kept)."""
+    """Temporarily shrink the decoder's layer list to ``layers[start:stop]`` (names kept), and
+    its per-layer config lists with it, so layer ``start + i`` keeps its own attention type."""
     saved = list(v.layers._modules.items())
+    cfg = getattr(v.base, "config", None)
+    lists = {
+        name: getattr(cfg, name)
+        for name in PER_LAYER_CONFIG
+        if isinstance(getattr(cfg, name, None), list | tuple)
+        and len(getattr(cfg, name)) == len(saved)
+    }
     try:
         v.layers._modules.clear()
         for name, module in saved[start:stop]:
             v.layers._modules[name] = module
+        for name, values in lists.items():
+            setattr(cfg, name, list(values)[start:stop])
         yield
     finally:
         v.layers._modules.clear()
         for name, module in saved:
             v.layers._modules[name] = module
+        for name, values in lists.items():
+            setattr(cfg, name, values)
+
+
+def unembed(v: View, hidden: Float[Tensor, "row at d_model"]) -> Float[Tensor, "row at vocab"]:
+    """The LM head on final-norm hidden states, with the final logit soft-capping of Gemma 2
+    (``cap * tanh(logits / cap)``) that the causal-LM wrapper applies after the head."""
+    logits = v.lm_head(hidden)
+    cap = getattr(getattr(v.hf, "config", None), "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+def _shortcut_logits(v: View, resid: torch.Tensor, start: int) -> torch.Tensor:
+    with _only_layers(v, start, v.n_layers):
+        out = v.base(inputs_embeds=resid, use_cache=False)
+    return unembed(v, out.last_hidden_state)
+
+
+@torch.no_grad()
+def shortcut_exact(v: View, tokens: Int[Tensor, "row pos"], start: int) -> bool:
+    """Whether running layers ``start..`` from the clean residual gives the full pass's logits,
+    checked once per start layer on the first prompt (the guard of the shared prefix: a decoder
+    whose forward does something this module does not mirror gets full passes, with a warning).
+    """
+    if start in v.exact_from:
+        return v.exact_from[start]
+    if v.reference is None:
+        row = tokens[:1]
+        resid: dict[int, torch.Tensor] = {}
+
+        def grab(x, hook):
+            resid[int(hook.name.split(".")[1])] = x.detach().clone()
+
+        hooks = [(f"blocks.{i}.hook_resid_pre", grab) for i in range(v.n_layers)]
+        with v.bridge.hooks(fwd_hooks=hooks):
+            full = v.bridge(row, return_type="logits")
+        v.reference = (row, resid, full)
+    row, resid, full = v.reference
+    try:
+        got = _shortcut_logits(v, resid[start], start)
+        gap = float((got.float() - full.float()).abs().max())
+    except Exception as err:  # noqa: BLE001  (any failure of the shortcut: run full passes)
+        gap, why = float("inf"), f"fails ({type(err).__name__})"
+    else:
+        why = f"differs from a full pass by {gap:.2g}"
+    fp32 = full.dtype in (torch.float32, torch.float64)
+    tol = (1e-4 if fp32 else 2e-2) * float(full.abs().max().clamp(min=1.0))
+    v.exact_from[start] = gap <= tol
+    if not v.exact_from[start]:
+        warnings.warn(
+            f"running layers {start}.. from the residual {why}; "
+            "patching runs full passes from the tokens (slower, same results)",
+            stacklevel=3,
+        )
+    return v.exact_from[start]
 
 
 def run_rows(
@@ -137,8 +217,11 @@ def run_rows(
     ``logits_at`` (``[rows, len(logits_at), vocab]``), or None when ``logits_at`` is None.
     """
     stop = v.n_layers if stop is None else stop
+    # the shortcut also from layer 0: the LM head then runs on ``logits_at`` only, never on
+    # every position of every row ([rows, pos, vocab] is most of a pass's memory)
+    skip = v.can_skip and shortcut_exact(v, tokens, start)
     with v.bridge.hooks(fwd_hooks=list(hooks)):
-        if v.can_skip and (start > 0 or stop < v.n_layers):
+        if skip:
             if resid is None:
                 if start > 0:
                     raise InputError("run_rows: a start layer needs the residual entering it")
@@ -147,8 +230,7 @@ def run_rows(
                 out = v.base(inputs_embeds=resid, use_cache=False)
             if logits_at is None:
                 return None
-            hidden = out.last_hidden_state.index_select(1, logits_at)
-            return v.lm_head(hidden)
+            return unembed(v, out.last_hidden_state.index_select(1, logits_at))
         if logits_at is None and stop < v.n_layers:
             from transformer_lens.model_bridge.exceptions import StopAtLayerException
 
@@ -192,8 +274,11 @@ def clean_pass(
     logits_at: Int[Tensor, " at"] | None = None,
     targets: Int[Tensor, "batch at"] | None = None,
     layers: Sequence[int] | None = None,
+    stop: int | None = None,
 ) -> Clean:
-    layers = range(v.n_layers) if layers is None else layers
+    """Residual entering and ``hook_z`` of each of ``layers`` (default all), and the loss at
+    ``logits_at`` when given; without logits the pass stops before layer ``stop``."""
+    layers = range(v.n_layers if stop is None else stop) if layers is None else layers
     resid: dict[int, torch.Tensor] = {}
     zs: dict[int, torch.Tensor] = {}
 
@@ -205,11 +290,10 @@ def clean_pass(
 
     hooks = [(f"blocks.{layer}.hook_resid_pre", grab_resid) for layer in layers]
     hooks += [(z_hook(layer), grab_z) for layer in layers]
-    with v.bridge.hooks(fwd_hooks=hooks):
-        logits = v.bridge(tokens, return_type="logits" if logits_at is not None else None)
-    loss = None
     if logits_at is not None:
-        loss = nll_at(logits.index_select(1, logits_at), targets)
+        stop = None
+    logits = run_rows(v, tokens, stop=stop, logits_at=logits_at, hooks=hooks)
+    loss = None if logits_at is None else nll_at(logits, targets)
     return Clean(resid, zs, loss)
 
 

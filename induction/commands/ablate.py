@@ -21,7 +21,9 @@ def ablate(
         Path | None,
         typer.Option("--out", "-o", help="Report table (.csv, .parquet, .json, .jsonl)."),
     ] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Plotly bar chart (.html).")] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Bar chart of the drops (.html or .png).")
+    ] = None,
     token_loss_out: Annotated[
         Path | None,
         typer.Option(
@@ -53,11 +55,18 @@ def ablate(
 ) -> None:
     """Ablate the top --frac heads by induction score and report few-shot drops per task
     against random-head controls. Interrupted runs resume from a cache of finished results."""
-    from induction.io import TABLE_SUFFIXES, check_output_path, claim_outputs, prepare_outputs
+    from induction.io import (
+        TABLE_SUFFIXES,
+        check_output_path,
+        claim_outputs,
+        prepare_outputs,
+        wrote,
+    )
     from induction.loading import load_model
+    from induction.plots import FIGURE_SUFFIXES
 
     check_output_path(out, TABLE_SUFFIXES, "--out")
-    check_output_path(plot, (".html", ".htm"), "--plot")
+    check_output_path(plot, FIGURE_SUFFIXES, "--plot")
     check_output_path(token_loss_out, TABLE_SUFFIXES, "--token-loss-out")
     if token_loss_out is not None and not config.token_loss:
         raise InputError("--token-loss-out needs --token-loss")
@@ -76,18 +85,22 @@ def ablate(
         check_scores_before_work(config.score, config.exclusion(), scores, "the --scores table")
 
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
-        loaded = load_model(
-            model,
-            device=device,
-            dtype=dtype,
-            threads=threads,
-            trust_remote_code=config.trust_remote_code,
-        )
+        from induction.progress import phase
+
+        with phase(f"loading {model}", enabled=not quiet):
+            loaded = load_model(
+                model,
+                device=device,
+                dtype=dtype,
+                threads=threads,
+                trust_remote_code=config.trust_remote_code,
+            )
         result = _run(loaded, config, quiet, scores)
         _report(result, out, plot, quiet)
         if result.token_loss is not None:
             if token_loss_out is not None:
                 result.token_loss.save(token_loss_out)
+                _say(wrote(token_loss_out))
             if not quiet:
                 _say(result.token_loss.line())
 
@@ -155,12 +168,15 @@ def _run(loaded, config: AblationConfig, quiet: bool, scores=None):
 def _report(result, out: Path | None, plot: Path | None, quiet: bool) -> None:
     """The table on stdout, the files, then the mean drop, the gates and the verdict."""
     from ablation.render import stdout_console
+    from induction.io import wrote
 
     result.print(console=stdout_console())
     if out is not None:
         result.save(out)
+        _say(wrote(out))
     if plot is not None:
         result.plot(plot)
+        _say(wrote(plot))
     if quiet:
         return
     if result.mean_drop is not None:

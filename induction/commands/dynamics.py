@@ -141,13 +141,19 @@ def timeline(
 ) -> None:
     """Per-head formation steps, growth events and the in-context loss over training."""
     from induction.errors import InputError
-    from induction.io import TABLE_SUFFIXES, check_output_path, prepare_outputs
+    from induction.io import (
+        TABLE_SUFFIXES,
+        check_input_path,
+        check_output_path,
+        prepare_outputs,
+    )
     from induction.plots import FIGURE_SUFFIXES
 
     if top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
     if threshold is not None and not 0 <= threshold <= 1:  # NaN fails both comparisons
         raise InputError(f"--threshold must be in [0, 1], got {threshold}")
+    check_input_path(dataset, "dataset")
     check_output_path(out, FIGURE_SUFFIXES)
     check_output_path(table, TABLE_SUFFIXES, "--table")
     prepare_outputs({"--out": out, "--table": table}, [dataset])

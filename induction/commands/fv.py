@@ -51,8 +51,10 @@ def fv(
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
         from induction.circuits.fv import fv_scores
         from induction.loading import load_model
+        from induction.progress import phase
 
-        loaded = load_model(model, device=device, dtype=dtype, threads=threads)
+        with phase(f"loading {model}"):
+            loaded = load_model(model, device=device, dtype=dtype, threads=threads)
         result = fv_scores(loaded, config)
         table = result.to_frame().sort_values("rank").head(top)
         typer.echo(
@@ -75,9 +77,8 @@ def fv(
             )
         typer.echo(f"{'rank':>4} {'head':>6} {'fv':>9} {'sd (seeds)':>10}")
         for r in table.itertuples(index=False):
-            typer.echo(
-                f"{r.rank:>4} {head_label(r.layer, r.head):>6} {r.fv:>9.4f} {r.fv_std:>10.4f}"
-            )
+            spread = "-" if r.fv_std != r.fv_std else f"{r.fv_std:.4f}"  # one seed: no spread
+            typer.echo(f"{r.rank:>4} {head_label(r.layer, r.head):>6} {r.fv:>9.4f} {spread:>10}")
         if out is not None:
             result.save(out)
             typer.echo(wrote(out), err=True)

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 import typer
@@ -104,6 +105,26 @@ def _os_message(e: OSError) -> str:
         where = f"{str(where)[:60]}...{str(where)[-40:]}"
     what = f"cannot use {where}: " if where else ""
     return f"{what}{e.strerror or type(e).__name__}; {_USER_FIXABLE[e.errno]}"
+
+
+def run_script(main: Callable[[], int | None]) -> NoReturn:
+    """Run a ``benchmarks/`` script's ``main`` as every ``induction`` command runs: a
+    :class:`WorkbenchError` or an OS error the user fixes (no space, permissions, ...) is one
+    ``error:`` line on stderr and exit code 2; any other exception keeps its traceback."""
+    try:
+        code = main()
+    except WorkbenchError as e:
+        _script_fail(str(e) or type(e).__name__)
+    except OSError as e:
+        if e.errno not in _USER_FIXABLE:
+            raise
+        _script_fail(_os_message(e))
+    raise SystemExit(code or 0)
+
+
+def _script_fail(message: str) -> NoReturn:
+    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 
 def _fail(message: str) -> NoReturn:
@@ -194,12 +215,14 @@ def models() -> None:
             "zoo2 (record) = the first\n     fixed-protocol zoo, which barely learns in "
             "context (docs/zoo2-record.md); 12-layer\n     (record) = the second zoo's first "
             "recipe, which failed the in-context gates;\n     first (record) = the first zoo "
-            "(docs/results.md). Records are not in the wheel."
+            "(docs/results.md).\nThe wheel ships the default model only; the others are found in a "
+            "checkout, in $INDUCTION_ZOO\nfolders or on the zoo's hub repository (docs/zoo.md, "
+            "'Where models live')."
         )
     else:
         typer.echo(
-            "Zoo models: none shipped in this install "
-            "(train one with `induction zoo train grown8c --seed 0`)."
+            "Zoo models: none found in this install (set $INDUCTION_ZOO to a folder of "
+            "models, or train one with `induction zoo train grown8c --seed 0`)."
         )
     typer.echo(
         "\nA model spec may also be:\n"
@@ -259,14 +282,16 @@ def info(
 ) -> None:
     """Load a model and print what the workbench knows about it."""
     from induction.loading import load_model
+    from induction.progress import phase
 
-    loaded = load_model(
-        model,
-        device=device,
-        dtype=dtype,
-        trust_remote_code=trust_remote_code,
-        device_map=device_map,
-    )
+    with phase(f"loading {model}"):  # on stderr: --json output stays clean
+        loaded = load_model(
+            model,
+            device=device,
+            dtype=dtype,
+            trust_remote_code=trust_remote_code,
+            device_map=device_map,
+        )
     facts = loaded.info.as_dict()
     facts["lineage"] = loaded.duplication_log_path is not None
     if loaded.duplication_log_path is not None:

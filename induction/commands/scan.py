@@ -115,10 +115,16 @@ def scan(
 
     with claim_outputs([out, plot, bar]):  # held for the whole run: one writer per output
         from induction.loading import load_model
+        from induction.progress import phase
 
-        loaded = load_model(
-            model, device=device, dtype=dtype, trust_remote_code=trust_remote_code, threads=threads
-        )
+        with phase(f"loading {model}"):  # a line in a log when it takes over 2 s
+            loaded = load_model(
+                model,
+                device=device,
+                dtype=dtype,
+                trust_remote_code=trust_remote_code,
+                threads=threads,
+            )
         layer_list = _parse_layers(layers, loaded.info.n_layers) if layers else None
         from induction.scan import scan as run_scan
 
@@ -266,7 +272,8 @@ def _print_report(df, loaded, top: int) -> None:
     )
     console.print(
         f"prompts: {layout}, T={a['seq_len']}, {a['batch']} per seed, seeds {a['seeds']}, "
-        f"token ids [{a['token_range'][0]}, {a['token_range'][1]}); convention {a['convention']}",
+        f"token ids [{a['token_range'][0]}, {a['token_range'][1]}); convention {a['convention']}"
+        + ("; score ± sd over prompt seeds" if len(a["seeds"]) > 1 else ""),
         highlight=False,
     )
     if "induction" in df.columns:

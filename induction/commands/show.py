@@ -58,6 +58,13 @@ def show(
         raise InputError(f"--out {out} is a folder; pass a file path")
     if prompt is not None and not prompt.strip():
         raise InputError("empty prompt: pass some text to --prompt, or leave --prompt out")
+    if prompt is not None:
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError as e:  # bytes the shell passed that are not UTF-8
+            raise InputError(
+                f"--prompt is not UTF-8 text (bad byte at character {e.start}); pass UTF-8 text"
+            ) from None
     from induction.io import check_output_path, check_outputs, claim_output, wrote
     from induction.plots import FIGURE_SUFFIXES, save_figure
     from induction.specs import model_inputs

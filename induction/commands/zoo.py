@@ -36,7 +36,9 @@ def train_command(
         help="Training steps (default: the zoo's); up to twice as many if no head has formed.",
     ),
     threads: int = typer.Option(
-        1, "--threads", help="CPU threads; the same seed and thread count give the same weights."
+        None,
+        "--threads",
+        help="CPU threads (default 1); the same seed and thread count give the same weights.",
     ),
     grow_at: str = typer.Option(
         None,
@@ -62,6 +64,7 @@ def train_command(
     from induction.io import check_output_path
     from induction.training.train import zoo_config, zoo_model_name
 
+    threads_given, threads = threads is not None, 1 if threads is None else threads
     if threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
     cores = os.cpu_count() or 1
@@ -73,7 +76,9 @@ def train_command(
     steps = _steps(steps)
     if resume is not None:
         given = [f for f, v in (("--steps", steps), ("--out", out), ("--grow-at", grow_at),
-                                ("--seed", seed or None)) if v is not None]  # fmt: skip
+                                ("--seed", seed or None),
+                                ("--threads", threads if threads_given else None)
+                                ) if v is not None]  # fmt: skip
         if given:
             raise InputError(
                 f"--resume continues {resume} with its own settings; drop {', '.join(given)}"
@@ -175,18 +180,17 @@ def _report(card: dict, out: Path) -> None:
 
 
 def _resume(family: str | None, out: Path, device: str | None = None) -> None:
-    from induction.io import claim_output, read_json
-    from induction.training.protocol import TRAIN_CONFIG, train_fixed
+    from induction.io import claim_output
+    from induction.training.protocol import TRAIN_CONFIG, read_run_config, train_fixed
 
     config = out / TRAIN_CONFIG
     if not config.is_file():
         raise InputError(f"{out} is not a fixed-protocol run folder (no {TRAIN_CONFIG})")
-    data = read_json(config, "training config")
-    preset = data.get("preset") if isinstance(data, dict) else None
-    if family is not None and family != preset:
-        raise InputError(f"{out} is a {preset} run, not {family}")
     if (out / "card.json").is_file():
         raise InputError(f"{out} has finished training; nothing to resume")
+    preset = read_run_config(out).preset  # the whole config, checked before any work
+    if family is not None and family != preset:
+        raise InputError(f"{out} is a {preset} run, not {family}")
     with claim_output(out):  # one run per folder
         _, card = train_fixed(None, out=out, resume=True, device=device)
     _report(card, out)

@@ -257,7 +257,13 @@ def _run_items(run: Path, text: str) -> list[SweepItem]:
     seen: dict[tuple[int, int], Path] = {}
     for sub in (run / "checkpoints").iterdir():
         m = _STEP.match(sub.name)
-        if m and sub.is_dir() and (sub / "config.json").is_file():
+        config = sub / "config.json"
+        if m and sub.is_dir() and os.path.lexists(config) and not config.is_file():
+            raise InputError(  # a checkpoint is never dropped from the series silently
+                f"{config} is not a regular file (a FIFO, folder or broken link); replace it "
+                "with the checkpoint's config.json, or move the checkpoint away"
+            )
+        if m and sub.is_dir() and config.is_file():
             step, post = int(m.group(1)), 0 if m.group(2) else 1
             if step > MAX_STEP:
                 raise InputError(f"{sub} names step {step}, beyond any run (at most {MAX_STEP:,})")

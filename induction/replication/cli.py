@@ -147,6 +147,34 @@ def settings_from(args) -> Settings:
     return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
 
 
+def check_args(args) -> None:
+    """Refuse, before any work, option values no run can use (one :class:`InputError`
+    line): counts out of range, a missing ``--models-dir``, an ``--out-dir`` that is a file."""
+    from induction.errors import InputError
+
+    for flag, value, low in (
+        ("--threads", args.threads, 0),
+        ("--jobs", args.jobs, 1),
+        ("--controls", args.controls, 0),
+        ("--n-items", args.n_items, 1),
+        ("--prompt-seeds", args.prompt_seeds, 1),
+        ("--top", args.top, 1),
+    ):
+        if value is not None and value < low:
+            raise InputError(f"{flag} must be an integer >= {low}, got {value}")
+    if any(s < 0 or s >= 2**32 for s in args.seeds or ()):
+        raise InputError(f"--seeds must be in 0..{2**32 - 1}, got {args.seeds}")
+    if args.models_dir is not None and not Path(args.models_dir).is_dir():
+        raise InputError(
+            f"--models-dir {args.models_dir} is not a folder; pass a folder of "
+            "<family>-s<seed> models"
+        )
+    out = Path(args.out_dir)
+    for folder in (out, *out.parents):
+        if folder.exists() and not folder.is_dir():
+            raise InputError(f"--out-dir {out}: {folder} is a file; pass a folder path")
+
+
 def main(
     argv: Sequence[str] | None = None, command: str = "python benchmarks/replication.py"
 ) -> int:
@@ -154,10 +182,6 @@ def main(
     named in the generated docs blocks (``induction replicate`` or the benchmark script)."""
     args = parser(prog=command).parse_args(argv)
     command = command + " " + shlex.join(sys.argv[1:] if argv is None else list(argv))
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
 
     def finish(rep) -> None:
         if not args.no_gates and rep.gates.empty:
@@ -176,7 +200,8 @@ def main(
 
     from induction.errors import InputError
 
-    try:  # refuse a target without its markers before measuring, not after
+    try:  # refuse bad options and a target without its markers before measuring, not after
+        check_args(args)
         if args.readme:
             check_block(args.readme, README_START, README_END)
         if args.summary:
@@ -184,8 +209,16 @@ def main(
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     if args.from_results:
-        rep = load_results(args.out_dir)
+        try:
+            rep = load_results(args.out_dir)
+        except InputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if rep is None:
             print(f"error: no replication.json of this version in {args.out_dir}", file=sys.stderr)
             return 2
@@ -198,9 +231,6 @@ def main(
     from induction.loading import quiet_libraries
 
     quiet_libraries()
-    if args.jobs < 1:
-        print(f"error: --jobs must be >= 1, got {args.jobs}", file=sys.stderr)
-        return 2
     try:
         check_out_dir(args.out_dir, refs, args.models_dir)
     except InputError as exc:

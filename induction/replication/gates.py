@@ -81,10 +81,11 @@ def regbench_rule_tvd(settings: Settings, max_tokens: int = 96) -> float:
 def _card(model: str) -> dict | None:
     import json
 
-    from induction.zoo.registry import MODELS_DIR
+    from induction.zoo.registry import local_model_path
 
-    path = MODELS_DIR / model / "card.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+    folder = local_model_path(model)
+    path = folder / "card.json" if folder is not None else None
+    return json.loads(path.read_text()) if path is not None and path.is_file() else None
 
 
 def gate_table(

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from induction.errors import InputError, one_line
+
 from .config import DEFAULT_OUT, SOURCE, Settings
 from .figures import figure
 from .gates import claims_markdown
@@ -102,24 +104,34 @@ def load_results(out_dir: str | Path = DEFAULT_OUT) -> Replication | None:
     path = Path(out_dir) / "replication.json"
     if not path.is_file():
         return None
-    data = json.loads(path.read_text())
+    from induction.io import read_json
+
+    data = read_json(path, "replication results")
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list):
+        raise InputError(f"{path} is not a replication's results; rerun the measurement")
     if not data.get("models") or "p_perm" not in data["models"][0]:
         return None  # written by the first version of this script: rerun to upgrade
     tasks_path = Path(out_dir) / "replication_tasks.csv"
-    tasks = pd.read_csv(tasks_path) if tasks_path.is_file() else pd.DataFrame()
-    models = pd.DataFrame(data["models"]).fillna(np.nan)
-    models["ctrl_drops"] = models["ctrl_drops"].astype(str)
-    return Replication.from_models(
-        models,
-        Settings.from_dict(data["settings"]),
-        tasks=tasks,
-        sentences=data.get("sentences", {}),
-        seconds=float(data.get("seconds") or 0.0),
-        record=bool(data.get("record", False)),
-        gates=pd.DataFrame(data.get("gates") or []),
-        claims=pd.DataFrame(data.get("claims") or []),
-        pending=list(data.get("pending") or []),
-    )
+    try:
+        tasks = pd.read_csv(tasks_path) if tasks_path.is_file() else pd.DataFrame()
+        models = pd.DataFrame(data["models"]).fillna(np.nan)
+        models["ctrl_drops"] = models["ctrl_drops"].astype(str)
+        return Replication.from_models(
+            models,
+            Settings.from_dict(data["settings"]),
+            tasks=tasks,
+            sentences=data.get("sentences", {}),
+            seconds=float(data.get("seconds") or 0.0),
+            record=bool(data.get("record", False)),
+            gates=pd.DataFrame(data.get("gates") or []),
+            claims=pd.DataFrame(data.get("claims") or []),
+            pending=list(data.get("pending") or []),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError, pd.errors.ParserError) as e:
+        raise InputError(
+            f"{path} (or replication_tasks.csv beside it) is damaged ({one_line(e, 120)}); "
+            "rerun the measurement"
+        ) from None
 
 
 def readme_block(rep: Replication, figure_path: str = DEFAULT_FIGURE, command: str = "") -> str:

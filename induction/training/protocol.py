@@ -37,13 +37,16 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from induction.errors import InputError, one_line
+from induction.errors import InputError, LineageError, one_line
+from induction.io import disk_full
 from induction.layers import decoder_layers
 from induction.looped import LoopPlan, tie_layers, untie_to_stored
 from induction.training.model import build_model, induction_head_scores, matmul_flops_per_token
@@ -405,7 +408,115 @@ def checkpoint_steps(cfg: FixedTrainConfig) -> list[int]:
     return out
 
 
+#: Range of each numeric field: (lowest, highest, whether the lowest is allowed).
+_RANGES = {
+    "seed": (0, 2**32 - 1, True),
+    "depth": (1, 1024, True),
+    "reference_depth": (1, 1024, True),
+    "d_model": (1, 1 << 16, True),
+    "n_heads": (1, 1024, True),
+    "d_mlp": (1, 1 << 18, True),
+    "init_std": (0, 10, False),
+    "batch": (1, 1 << 16, True),
+    "steps": (1, 10_000_000, True),
+    "lr": (0, 10, False),
+    "lr_min_ratio": (0, 1, True),
+    "warmup": (0, 10_000_000, True),
+    "weight_decay": (0, 10, True),
+    "grad_clip": (0, 1e6, False),
+    "initial_depth": (1, 1024, True),
+    "grow_block": (1, 1024, True),
+    "alpha": (0, 100, False),
+    "loop_block": (1, 1024, True),
+    "loops": (1, 1024, True),
+    "eval_every": (1, 10_000_000, True),
+    "eval_distance": (1, 1 << 16, True),
+    "probe_every": (0, 10_000_000, True),
+    "repeat_len": (1, 1 << 16, True),
+    "first_checkpoint": (1, 10_000_000, True),
+    "state_every": (0, 10_000_000, True),
+    "threads": (1, 4096, True),
+}
+
+
+def _check_ranges(cfg: FixedTrainConfig) -> None:
+    """Every numeric field finite and inside its range; phases well formed (one line each)."""
+    for name, (low, high, closed) in _RANGES.items():
+        value = getattr(cfg, name)
+        ok = isinstance(value, int | float) and math.isfinite(value)
+        ok = ok and (value >= low if closed else value > low) and value <= high
+        if not ok:
+            side = ">=" if closed else ">"
+            raise InputError(
+                f"training config: {name} is {value!r}; it must be {side} {low} and <= {high}"
+            )
+    if cfg.data_seed is not None and not (
+        isinstance(cfg.data_seed, int) and 0 <= cfg.data_seed < 2**32
+    ):
+        raise InputError(f"training config: data_seed is {cfg.data_seed!r}; use 0..2**32-1")
+    if cfg.checkpoint_dtype not in ("float16", "bfloat16", "float32"):
+        raise InputError(
+            f"training config: checkpoint_dtype is {cfg.checkpoint_dtype!r}; use float16, "
+            "bfloat16 or float32"
+        )
+    if cfg.optimizer_state not in ("reset", "copy"):
+        raise InputError(f"training config: optimizer_state is {cfg.optimizer_state!r}")
+    if not isinstance(cfg.phases, list) or not all(isinstance(p, dict) for p in cfg.phases):
+        raise InputError("training config: phases must be a list of objects")
+    for phase in cfg.phases:
+        at, seq, span, mix = (phase.get(k) for k in ("at", "seq_len", "max_span", "mix"))
+        ok = isinstance(at, int | float) and math.isfinite(at) and 0 <= at < 1
+        ok = ok and all(isinstance(v, int) and 2 <= v <= 1 << 16 for v in (seq, span))
+        ok = ok and isinstance(mix, dict) and bool(mix)
+        ok = ok and all(isinstance(w, int | float) and math.isfinite(w) and w >= 0
+                        for w in (mix or {}).values())  # fmt: skip
+        if not ok:
+            raise InputError(
+                f"training config: phase {phase!r} needs at in [0, 1), whole seq_len and "
+                "max_span >= 2 and a mix of finite non-negative weights"
+            )
+    if not isinstance(cfg.corpus, dict):
+        raise InputError("training config: corpus must be an object")
+
+
+#: Fields added after runs were recorded whose default leaves the trained weights as they
+#: were (where it trains, probes and bare resume points), so an older run folder may lack them.
+_ADDED_LATER = ("device", "probe_every", "state_every")
+
+
+def read_run_config(out: Path) -> FixedTrainConfig:
+    """The config a run folder recorded, checked whole before any work: a JSON object with
+    every field (a resume never fills a deleted value with a default), each of its type and
+    range; ``checkpoints`` must be a folder. One :class:`InputError` line otherwise."""
+    from induction.io import read_json
+
+    path = out / TRAIN_CONFIG
+    data = read_json(path, "training config")
+    fix = f"restore {path} as the run wrote it, or train afresh"
+    if not isinstance(data, dict):
+        raise InputError(f"{path} holds a JSON {type(data).__name__}, not an object; {fix}")
+    missing = [f.name for f in fields(FixedTrainConfig) if f.name not in data]
+    missing = [name for name in missing if name not in _ADDED_LATER]
+    if missing:
+        raise InputError(f"{path} lacks {', '.join(missing)}; {fix}")
+    cfg = FixedTrainConfig.from_json(data)
+    try:
+        validate(replace(cfg, device="cpu"))  # the device is checked after any --device
+    except InputError as e:
+        raise InputError(f"{path}: {e}; {fix}") from None
+    ckpts = out / CHECKPOINTS
+    if ckpts.exists() and not ckpts.is_dir():
+        raise InputError(f"{ckpts} is not a folder; move it away to resume {out}")
+    return cfg
+
+
+def _identity(cfg: FixedTrainConfig) -> dict:
+    """What a resume must find unchanged: the whole config but the device it may move to."""
+    return {k: v for k, v in asdict(cfg).items() if k != "device"}
+
+
 def validate(cfg: FixedTrainConfig) -> None:
+    _check_ranges(cfg)
     if cfg.family not in FAMILIES:
         raise InputError(f"unknown family {cfg.family!r}; use one of {', '.join(FAMILIES)}")
     if cfg.family == "lidas":
@@ -533,7 +644,7 @@ def train_fixed(
     if resume:
         if out is None:
             raise InputError("resuming needs the run folder")
-        cfg = FixedTrainConfig.from_json(json.loads((Path(out) / TRAIN_CONFIG).read_text()))
+        cfg = read_run_config(Path(out))
     if device is not None:
         cfg = replace(cfg, device=device)
     validate(cfg)
@@ -646,8 +757,14 @@ def train_fixed(
             if logfile is not None:
                 logfile.write(json.dumps(row) + "\n")
                 logfile.flush()
+    except BaseException as e:
+        full = disk_full(e, out) if out is not None else None
+        if full is not None:
+            raise full from None
+        raise
     finally:
         torch.set_float32_matmul_precision(matmul_precision)
+        getattr(bar, "close", lambda: None)()
         if logfile is not None:
             logfile.close()
     st.seconds += time.time() - start
@@ -658,7 +775,9 @@ def train_fixed(
 
 
 def _progress(enabled: bool, cfg: FixedTrainConfig, initial: int):
-    if not enabled:
+    from induction.progress import progress_mode
+
+    if progress_mode(enabled) == "off":  # $INDUCTION_PROGRESS=off silences training too
         return lambda *a: None
     from tqdm import tqdm
 
@@ -669,6 +788,7 @@ def _progress(enabled: bool, cfg: FixedTrainConfig, initial: int):
         bar.set_postfix(loss=f"{loss:.3f}", ind=f"{score:.2f}", depth=depth)
         bar.refresh()
 
+    update.close = bar.close  # ends the bar's line, so an error starts on its own
     return update
 
 
@@ -765,21 +885,23 @@ def _checkpoint(out: Path, model, cfg, st: _State, log, plan, with_state, start,
         "growth": {"pre": "before", "post": "after"}.get(kind),
         **_scores(model, cfg),
     }
-    _save_model(model, tmp, card, log, plan, getattr(torch, cfg.checkpoint_dtype))
     entry = {"step": st.step, "folder": f"{CHECKPOINTS}/{name}", "depth": card["depth"]}
     if kind:
         entry["growth"] = card["growth"]
-    st.checkpoints.append(entry)
-    if with_state is not None:
-        torch.save(_state_dict(model, st, log, plan, with_state, start), tmp / TRAIN_STATE)
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    with _no_partial(tmp, final):
+        _save_model(model, tmp, card, log, plan, getattr(torch, cfg.checkpoint_dtype))
+        st.checkpoints.append(entry)
+        if with_state is not None:
+            state = _state_dict(model, cfg, st, log, plan, with_state, start)
+            torch.save(state, tmp / TRAIN_STATE)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
     if with_state is not None and cfg.keep_train_state == "last":
         _drop_older_states(root, keep=final)
 
 
-def _state_dict(model, st: _State, log, plan, opt, start: float) -> dict:
+def _state_dict(model, cfg, st: _State, log, plan, opt, start: float) -> dict:
     """Everything a resume needs; tensors and plain values only, so it loads with
     ``torch.load(..., weights_only=True)`` (no pickled objects)."""
     stored = untie_to_stored(model, plan) if plan is not None else model
@@ -790,6 +912,7 @@ def _state_dict(model, st: _State, log, plan, opt, start: float) -> dict:
         "torch_rng": torch.get_rng_state(),
         "counters": asdict(st) | {"seconds": st.seconds + time.time() - start},
         "log": log.to_json() if log is not None else None,
+        "config": json.dumps(_identity(cfg), sort_keys=True),
     }
 
 
@@ -801,12 +924,27 @@ def _resume_state(out: Path, model, cfg, st: _State, log, plan, opt, start) -> N
     tmp, final = root / f".state-{st.step}.tmp", root / f"state-{st.step}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    torch.save(_state_dict(model, st, log, plan, opt, start), tmp / TRAIN_STATE)
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    with _no_partial(tmp, final):
+        torch.save(_state_dict(model, cfg, st, log, plan, opt, start), tmp / TRAIN_STATE)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
     if cfg.keep_train_state == "last":
         _drop_older_states(root, keep=final)
+
+
+@contextmanager
+def _no_partial(tmp: Path, final: Path) -> Iterator[None]:
+    """On any error remove the half-written folder ``tmp``; a full disk becomes an
+    ``OSError(ENOSPC)`` naming ``final`` (one CLI line, no temporary file left)."""
+    try:
+        yield
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        full = disk_full(e, final)
+        if full is not None:
+            raise full from None
+        raise
 
 
 def _drop_older_states(root: Path, keep: Path) -> None:
@@ -849,20 +987,26 @@ def _resume(cfg: FixedTrainConfig, out: Path, device: torch.device):
             f"{folder / TRAIN_STATE} cannot be read ({one_line(e)}); the run cannot resume "
             "from it: delete that checkpoint to resume from an earlier one, or train afresh"
         ) from None
-    log = DuplicationLog.from_json(state["log"]) if state["log"] is not None else None
-    plan = None
-    if cfg.family == "looped":
-        plan = LoopPlan(block=cfg.loop_block, loops=cfg.loops)
-        model = build_model(cfg, plan.stored_layers)
-        model.load_state_dict(state["model"])
-        model = tie_layers(model, plan)
-    else:
-        model = build_model(cfg, log.final_depth if log is not None else cfg.depth)
-        model.load_state_dict(state["model"])
-    opt = _optimizer(cfg, model.to(device))
-    opt.load_state_dict(state["optimizer"])  # moves the moments to their parameters' device
-    torch.set_rng_state(state["torch_rng"])
-    st = _State(**state["counters"])
+    bad = f"{folder / TRAIN_STATE} is not this run's training state"
+    fix = "delete that checkpoint to resume from an earlier one, or train afresh"
+    _check_state(state, cfg, folder, bad, fix)
+    try:
+        log = DuplicationLog.from_json(state["log"]) if state["log"] is not None else None
+        plan = None
+        if cfg.family == "looped":
+            plan = LoopPlan(block=cfg.loop_block, loops=cfg.loops)
+            model = build_model(cfg, plan.stored_layers)
+            model.load_state_dict(state["model"])
+            model = tie_layers(model, plan)
+        else:
+            model = build_model(cfg, log.final_depth if log is not None else cfg.depth)
+            model.load_state_dict(state["model"])
+        opt = _optimizer(cfg, model.to(device))
+        opt.load_state_dict(state["optimizer"])  # moves the moments to their parameters' device
+        torch.set_rng_state(state["torch_rng"])
+        st = _State(**state["counters"])
+    except (RuntimeError, ValueError, TypeError, KeyError, LineageError) as e:
+        raise InputError(f"{bad} ({one_line(e, 160)}); {fix}") from None
     # forget what happened after the resume point: later checkpoints, log lines, temp folders
     for path in (out / CHECKPOINTS).iterdir():
         step = _checkpoint_step(path.name)
@@ -872,6 +1016,43 @@ def _resume(cfg: FixedTrainConfig, out: Path, device: torch.device):
     rows = [r for r in log_path.read_text().splitlines() if _logged_step(r) <= st.step]
     log_path.write_text("".join(r + "\n" for r in rows))
     return model, opt, log, plan, st
+
+
+def _check_state(state, cfg: FixedTrainConfig, folder: Path, bad: str, fix: str) -> None:
+    """A training state's keys, types and step, and the config it was saved under (states
+    since the config was stored in them) equal to ``train_config.json`` but the device."""
+    keys = ("step", "model", "optimizer", "torch_rng", "counters", "log")
+    if not isinstance(state, dict) or any(k not in state for k in keys):
+        have = sorted(state) if isinstance(state, dict) else type(state).__name__
+        raise InputError(f"{bad} (it needs {', '.join(keys)}; it has {have}); {fix}")
+    counters = state["counters"]
+    known = {f.name for f in fields(_State)}
+    if (
+        not isinstance(state["model"], dict)
+        or not isinstance(state["optimizer"], dict)
+        or not isinstance(state["torch_rng"], torch.Tensor)
+        or not isinstance(counters, dict)
+        or set(counters) != known
+        or counters.get("step") != state["step"]
+        or not isinstance(state["step"], int)
+        or not 0 <= state["step"] < cfg.steps
+        or state["step"] != _checkpoint_step(folder.name)
+    ):
+        raise InputError(
+            f"{bad} (its step {state['step']!r}, counters or tensors do not fit the folder "
+            f"{folder.name} of a {cfg.steps}-step run); {fix}"
+        )
+    recorded = state.get("config")
+    if recorded is not None:
+        was = json.loads(recorded) if isinstance(recorded, str) else {}
+        now = _identity(cfg)
+        changed = sorted(k for k in was.keys() | now.keys() if was.get(k) != now.get(k))
+        if changed:
+            what = ", ".join(f"{k} {was.get(k)!r} -> {now.get(k)!r}" for k in changed[:4])
+            raise InputError(
+                f"{folder.parent.parent / TRAIN_CONFIG} differs from the config the run was "
+                f"trained with ({what}); restore it, or train afresh"
+            )
 
 
 def _logged_step(line: str) -> float:
@@ -889,7 +1070,8 @@ def _write_final(out: Path, model, card: dict, log, plan) -> None:
     tmp = out / ".final.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    _save_model(model, tmp, card, log, plan, torch.float32)
+    with _no_partial(tmp, out):
+        _save_model(model, tmp, card, log, plan, torch.float32)
     for path in sorted(tmp.iterdir(), key=lambda p: p.name == "card.json"):
         os.replace(path, out / path.name)
     tmp.rmdir()

@@ -74,4 +74,31 @@ def test_a_model_that_fails_its_gates_is_untestable(tiny_llama_dir):
     verdict = result.verdict()
     assert verdict.startswith("untestable here") and "induction heads" in verdict
     assert set(result.gates.readout) == {"f1", "em", "logprob", "cand_acc"}
-    assert any(line.startswith("gate cand_acc: FAIL") for line in result.gate_lines())
+    assert any(line.startswith("FAIL gate cand_acc: ") for line in result.gate_lines())
+
+
+def test_the_verdict_names_the_smallest_p_its_controls_allow():
+    import pandas as pd
+
+    from ablation.config import AblationConfig
+    from ablation.pipeline import AblationResult
+
+    report = pd.DataFrame(
+        [
+            {
+                "task": "MEAN",
+                "drop": 0.3,
+                "ctrl_mean": 0.1,
+                "p_ctrl": 0.17,
+                "shaped_mean": 0.1,
+                "p_shaped": 0.17,
+            }
+        ]  # fmt: skip
+    )
+
+    def verdict(controls):
+        config = AblationConfig(controls=controls)
+        return AblationResult("m", config, "zoo", None, None, report).verdict()
+
+    assert "p cannot go below 0.17" in verdict(5) and "--controls 19" in verdict(5)
+    assert "cannot go below" not in verdict(19)  # 1/20 = 0.05 is reachable

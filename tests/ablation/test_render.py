@@ -92,3 +92,14 @@ def test_plain_report_without_readouts_or_control_column():
     df["positive_control"] = [True] + [False] * (len(df) - 1)
     print_table(df, console=console)
     assert f"open_fact {DAGGER}" in console.export_text()
+
+
+def test_a_piped_table_keeps_task_names_whole_and_labels_the_spread():
+    df = report()
+    df.loc[0, "task"] = "fact_digit:cand_acc_long_name"
+    df.loc[0, "seed_std"] = 0.012
+    console = Console(width=120, record=True)  # what stdout_console gives a pipe
+    print_table(df, console=console)
+    text = console.export_text()
+    assert "fact_digit:cand_acc_long_name" in text
+    assert "± sd over prompt seeds" in text

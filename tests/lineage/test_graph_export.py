@@ -13,9 +13,10 @@ import pytest
 from induction.errors import InputError
 from induction.looped import LoopPlan
 from lineage.ancestry import head_ancestry
-from lineage.export import browser_check, dot_text, export_graph, find_chromium, read_node_link
+from lineage.export import dot_text, export_graph, read_node_link
 from lineage.graph import lineage_graph, node_id, roots_of
 from lineage.log import DuplicationLog
+from tests.lineage.browser import browser_check, find_chromium
 
 H = 2
 
@@ -124,11 +125,11 @@ def test_dot_round_trip_through_pydot(tmp_path):
         assert {k: got[k] for k in attrs} == {k: str(x) for k, x in attrs.items()}
 
 
-def test_dot_text_is_well_formed_without_pydot():
+def test_dot_text_quotes_every_node_id():
     g, _ = scored_graph()
     text = dot_text(g)
     assert text.startswith('digraph "test" {') and text.rstrip().endswith("}")
-    assert len(re.findall(r"^  \"s\d+:L\d+H\d+\" \[", text, re.M)) == g.number_of_nodes()
+    assert len(re.findall(r"^\s*\"s\d+:L\d+H\d+\" \[", text, re.M)) == g.number_of_nodes()
     assert len(re.findall(r" -> ", text)) == g.number_of_edges()
     assert text.count("{") == text.count("}")
 

@@ -131,6 +131,11 @@ def test_cli_writes_one_row_per_head_with_its_spread(tiny_llama_dir, tmp_path):
         table.columns
     )
     assert table["fv_std"].notna().all()  # two seeds: a spread
+    one = CliRunner().invoke(app, [*args[:11], "1", "--threads", "1"])
+    assert one.exit_code == 0, one.output
+    rows = [line.split() for line in one.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert rows and all(r[-1] == "-" for r in rows)  # one seed: no spread, not "nan"
+    assert f"wrote {out}" in result.stderr
     bad = CliRunner().invoke(app, ["fv", str(tiny_llama_dir), "--task", "nope"])
     assert bad.exit_code == 2 and "unknown zoofacts task" in bad.stderr
 

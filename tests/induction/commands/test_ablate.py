@@ -227,3 +227,13 @@ def test_scores_tables_rank_and_exclude_the_heads(tiny_llama_dir, tmp_path, one_
     one_line_error(ablate(*args, "--scores", scan_csv, "--heads", "L0H0"), "--scores")
     pd.DataFrame({"x": [1]}).to_csv(tmp_path / "nohead.csv", index=False)
     one_line_error(ablate(*args, "--scores", tmp_path / "nohead.csv"), "layer and head")
+
+
+def test_plot_takes_a_png_and_every_written_file_is_named(tiny_llama_dir, tmp_path):
+    out, png = tmp_path / "r.csv", tmp_path / "r.png"
+    args = [tiny_llama_dir, "--suite", "zoo", "--task", "lookup", "--n-items", 4,
+            "--controls", 1, "--frac", 0.25, "--quiet"]  # fmt: skip
+    result = ablate(*args, "--out", out, "--plot", png)
+    assert result.exit_code == 0, result.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"wrote {out}" in result.output and f"wrote {png}" in result.output

@@ -145,3 +145,40 @@ def test_a_deleted_working_folder_is_one_line(tmp_path):
         "error: the current folder no longer exists; cd to an existing folder and run again"
     ]
     shutil.rmtree(gone, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["info", "{m}"],
+        ["scan", "{m}", "--scores", "induction", "--seeds", "1", "--batch", "2"],
+        [
+            "ablate",
+            "{m}",
+            "--suite",
+            "zoo",
+            "--task",
+            "lookup",
+            "--n-items",
+            "2",
+            "--controls",
+            "1",
+            "--no-cache",
+        ],  # fmt: skip
+    ],
+    ids=lambda a: a[0],
+)
+def test_every_command_that_loads_a_model_says_so(args, tiny_llama_dir, monkeypatch, tmp_path):
+    """A slow load (46 s for a first GGUF) is never silent: the loading line appears once
+    the phase has run LINE_QUIET_S, here 0."""
+    from typer.testing import CliRunner
+
+    from induction import progress
+    from induction.commands.main import app
+
+    monkeypatch.setattr(progress, "LINE_QUIET_S", 0)
+    monkeypatch.setenv("INDUCTION_PROGRESS", "lines")
+    monkeypatch.setenv("INDUCTION_CACHE", str(tmp_path / "cache"))
+    result = CliRunner().invoke(app, [a.format(m=tiny_llama_dir) for a in args])
+    assert result.exit_code == 0, result.output
+    assert f"loading {tiny_llama_dir}" in result.stderr
