@@ -425,6 +425,7 @@ def test_an_edited_or_damaged_store_entry_is_remeasured_with_a_note(tmp_path, ca
     measured, scores = _measured()
     path = store.put("dense8c-s1", Settings(), "k1", measured)
     assert store.get("dense8c-s1", Settings(), "k1", scores).row["drop"] == 0.25
+    assert store.get("dense8c-s1", Settings(), "k2", scores) is None  # other inputs: stale
     assert capsys.readouterr().err == ""
     intact = path.read_text()
     data = json.loads(intact)
