@@ -554,3 +554,40 @@ def test_build_zoo_restarts_only_a_folder_it_marked(tmp_path):
     with pytest.raises(InputError, match="not made by build_zoo"):
         build_zoo._claim_new(theirs)
     assert (theirs / "train_config.json").exists()
+
+
+@pytest.mark.slow
+def test_replicate_remeasures_an_edited_store_entry_with_one_note(tmp_path, capsys):
+    """rp22's edit on a fresh run: the edited drop is never reported; the model is measured
+    again, one note names the entry, and the entry is sealed again."""
+    from induction.replication.cli import main
+
+    args = [
+        "--fast",
+        "--families",
+        "dense8c",
+        "--seeds",
+        "1",
+        "--no-gates",
+        "--no-regbench",
+        "--controls",
+        "1",
+        "--n-items",
+        "2",
+        "--no-png",
+        "--out-dir",
+        "r",
+    ]
+    assert main(args) == 0
+    first = pd.read_csv(tmp_path / "r" / "replication.csv")
+    (entry,) = (tmp_path / "r" / "models").glob("*.json")
+    data = json.loads(entry.read_text())
+    data["row"]["drop"] = 0.987
+    entry.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: cache entry") == 1 and "content hash mismatch" in err
+    assert "stored, reused" not in err
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "r" / "replication.csv"), first)
+    assert json.loads(entry.read_text())["row"]["drop"] != 0.987
