@@ -171,7 +171,7 @@ def measure(args, log=print) -> Measured:
     scores = compute_scores(loaded)  # the ranking `induction ablate` uses
     from induction.replication.store import code_hash
 
-    code = code_hash(("ablation", "induction.prompts", "induction.zoo.corpus"))
+    code = code_hash(("ablation.pipeline",))  # the ablation and every package it depends on
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     frames, verdicts = [], {}
