@@ -1,6 +1,7 @@
 """Train the zoo's models into induction/zoo/models/: every seed of every family listed.
 
-    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2 3 4] [--families dense8 ...]
+    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0-4] [--families dense8 ...]
+        [--device cuda] [--seeds-per-process 8]
 
 Default families: the second zoo (docs/zoo.md, "The second zoo"): ``dense8c``, ``grown8c``,
 ``grown8ce``, ``looped8c``, ``looped8cp``, with the seeds of :data:`SEEDS`. The first
@@ -14,6 +15,12 @@ present) are skipped. A fixed-protocol model trains in its own folder with check
 interrupted build resumes each unfinished model from its latest checkpoint, bit-identically,
 and a build can span sessions; a first-zoo model restarts (its folder appears atomically,
 renamed from ``.partial``). Nothing is committed. Prints a summary table from the cards.
+
+``--seeds-per-process S`` trains up to S seeds of one fixed-protocol family in one process as
+one batched model (:mod:`induction.training.multiseed`; same folders, each seed matching its
+single-seed twin up to float rounding). Default: 8 with ``--device cuda``, 1 on the CPU, where
+batching gains little and single-seed reruns stay bit-identical (docs/zoo.md, "Many seeds per
+process").
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from induction.errors import InputError  # noqa: E402
+from induction.training.multiseed import default_seeds_per_process, parse_seeds  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
     PRESETS,
     TRAIN_CONFIG,
@@ -89,6 +97,45 @@ def build(family: str, seed: int, dest: Path = MODELS, device: str | None = None
     return f"{out.name}: trained"
 
 
+def build_seeds(family: str, seeds: list[int], dest: Path = MODELS, device: str | None = None
+                ) -> list[str]:  # fmt: skip
+    """Train (or resume, or skip) seeds of one fixed-protocol ``family`` in one process as one
+    batched model (:func:`induction.training.multiseed.train_seeds`); each seed's folder is
+    what :func:`build` would write, its card recording ``train_seeds_per_process``."""
+    outs, lines, todo = [dest / f"{family}-s{s}" for s in seeds], [], []
+    for seed, out in zip(seeds, outs, strict=True):
+        if (out / "card.json").exists():
+            lines.append(f"{out.name}: present")
+            continue
+        step = latest_checkpoint(out) if (out / TRAIN_CONFIG).is_file() else None
+        if step is None:
+            shutil.rmtree(out, ignore_errors=True)  # nothing resumable: start afresh
+        todo.append((seed, out, step))
+    if not todo:
+        return lines
+    cfgs = ", ".join(
+        "None"
+        if step is not None
+        else f"zoo_config({family!r}, {seed}, device={device or 'cpu'!r})"
+        for seed, _, step in todo
+    )
+    code = (
+        "from pathlib import Path; from induction.training.multiseed import train_seeds; "
+        "from induction.training.train import zoo_config; "
+        f"train_seeds([{cfgs}], [{', '.join(f'Path({str(o)!r})' for _, o, _ in todo)}], "
+        f"resume={[step is not None for *_, step in todo]!r}, progress=False, device={device!r})"
+    )
+    _run(code, dest.parent / f"build-{family}-s{todo[0][0]}-{len(todo)}.log")
+    for seed, out, step in todo:
+        done = f"{out.name}: " + ("trained" if step is None else f"resumed from step {step}")
+        done += f" ({len(todo)} seeds in one process)"
+        if seed != 0 and (out / "card.json").is_file():
+            shutil.rmtree(out / "checkpoints", ignore_errors=True)
+            done += " (checkpoints dropped: only seed 0 ships them)"
+        lines.append(done)
+    return lines
+
+
 def _run(code: str, log: Path) -> None:
     with open(log, "a") as fh:
         subprocess.run(
@@ -102,11 +149,15 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument(
         "--seeds",
-        type=int,
         nargs="+",
         default=None,
-        help="seeds (default: per family, SEEDS; 0-4 for families not there)",
+        help="seeds, a list or ranges: 0 1 2, 0-7, 0-3,8 (default: per family, SEEDS; 0-4 for "
+        "families not there)",
     )
+    ap.add_argument("--seeds-per-process", type=int, default=None,
+                    help="fixed-protocol seeds of one family batched as one model per process "
+                    "(default: 8 with --device cuda, else 1: bit-identical CPU reruns; "
+                    "docs/zoo.md, 'Many seeds per process')")  # fmt: skip
     ap.add_argument("--families", nargs="+", default=BUILD_ORDER,
                     help="zoo families (default: the second zoo, in the order seed 0 of each "
                     "first)")  # fmt: skip
@@ -124,6 +175,14 @@ def main() -> None:
             check_device(args.device)
         except InputError as e:
             ap.error(str(e))
+    if args.seeds is not None:
+        try:
+            args.seeds = parse_seeds(",".join(args.seeds))
+        except InputError as e:
+            ap.error(str(e))
+    per = args.seeds_per_process or default_seeds_per_process(args.device or "cpu")
+    if per < 1:
+        ap.error(f"--seeds-per-process must be >= 1, got {per}")
     args.dest.mkdir(parents=True, exist_ok=True)
     # seed-major: every family's seed 0 first, so a build cut short leaves whole seed sets
     top = max(SEEDS.get(f, 5) for f in args.families)
@@ -134,8 +193,28 @@ def main() -> None:
         if args.seeds is not None or s < SEEDS.get(f, 5)
     ]
     with ThreadPoolExecutor(args.jobs) as pool:
-        for line in pool.map(lambda fs: build(*fs, dest=args.dest, device=args.device), todo):
-            print(line, flush=True)
+        if per == 1:
+            for line in pool.map(lambda fs: build(*fs, dest=args.dest, device=args.device), todo):
+                print(line, flush=True)
+        else:  # each family's seeds in groups of ``per``; first-zoo families one by one
+            groups: list[tuple[str, list[int]]] = []
+            filling: dict[str, list[int]] = {}
+            for family, seed in todo:
+                if family in PRESETS and len(filling.get(family, ())) in range(1, per):
+                    filling[family].append(seed)
+                else:
+                    filling[family] = [seed]
+                    groups.append((family, filling[family]))
+
+            def work(group: tuple[str, list[int]]) -> list[str]:
+                family, seeds = group
+                if family not in PRESETS:
+                    return [build(family, seeds[0], dest=args.dest, device=args.device)]
+                return build_seeds(family, seeds, dest=args.dest, device=args.device)
+
+            for lines in pool.map(work, groups):
+                for line in lines:
+                    print(line, flush=True)
     head = ("model", "steps", "formed/grown", "sec", "FLOPs", "vs dense", "d20", "d32", "d50")
     print("{:<12} {:>6} {:>12} {:>7} {:>9} {:>8} {:>6} {:>6} {:>6}".format(*head))
     for card_path in sorted(args.dest.glob("*/card.json")):

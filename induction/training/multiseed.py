@@ -53,7 +53,7 @@ PER_SEED = ("seed", "data_seed")
 def default_seeds_per_process(device: str) -> int:
     """8 on a GPU; 1 on the CPU, where a step already runs near the matmul rate batching could
     reach and a single-seed run reproduces the zoo's history bit for bit."""
-    return CUDA_SEEDS_PER_PROCESS if torch.device(device).type == "cuda" else 1
+    return CUDA_SEEDS_PER_PROCESS if str(device).startswith("cuda") else 1
 
 
 def parse_seeds(text: str, flag: str = "--seeds") -> list[int]:
