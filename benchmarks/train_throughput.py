@@ -7,14 +7,15 @@ single-seed runs, and the fraction of a matmul peak each reaches, measured in on
 
 Both sides run the real training loop (:func:`induction.training.protocol.train_runs`: data
 drawn per seed, growth and checkpoint logic, clipping, AdamW; no files, no monitor) for
-``--steps`` steps after 2 warm-up steps: the single-seed side is
+``--steps`` steps after a warm-up step: the single-seed side is
 :func:`~induction.training.protocol.train_fixed`'s step, one seed after another (S separate
 runs on the same cores take S times one run's time); the batched side is
 :func:`induction.training.multiseed.train_seeds`'s. Two ceilings are measured in the same run:
 ``peak``, a float32 1024 x 1024 matmul, and ``shape``, the model's own largest matmul
 (``[S, batch x seq, d_model] @ [S, d_model, d_mlp]``) at each S. FLOPs are
 :func:`induction.training.model.matmul_flops_per_token`. Ratios, not wall times, are the
-result: this machine is shared and noisy.
+result. On the CPU every rate is per second of this process's CPU time (tokens/s per core at
+``--threads 1``, unmoved by other jobs on a shared machine); on a GPU per wall second.
 """
 
 from __future__ import annotations
@@ -41,12 +42,18 @@ from induction.training.protocol import (  # noqa: E402
     train_runs,
 )
 
-WARMUP = 2
+WARMUP = 1
 
 
 def _sync(device: str) -> None:
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize()
+
+
+def _clock(device: str) -> float:
+    """Seconds of this process's CPU time on the CPU (per core, and blind to other jobs on a
+    shared machine); wall seconds on a GPU."""
+    return time.perf_counter() if torch.device(device).type == "cuda" else time.process_time()
 
 
 def matmul_rate(shape: tuple[int, int, int, int], device: str, seconds: float = 0.5) -> float:
@@ -56,21 +63,21 @@ def matmul_rate(shape: tuple[int, int, int, int], device: str, seconds: float = 
     x, w = torch.randn(b, m, k, device=device), torch.randn(b, k, n, device=device)
     torch.bmm(x, w)
     _sync(device)
-    reps, t = 0, time.perf_counter()
-    while time.perf_counter() - t < seconds:
+    reps, t = 0, _clock(device)
+    while _clock(device) - t < seconds:
         torch.bmm(x, w)
         reps += 1
         if reps % 10 == 0:
             _sync(device)
     _sync(device)
-    return 2 * b * m * k * n * reps / (time.perf_counter() - t) / 1e9
+    return 2 * b * m * k * n * reps / (_clock(device) - t) / 1e9
 
 
-def train_rate(preset: str, seeds: int, batched: bool, steps: int, device: str,
-               threads: int) -> dict:  # fmt: skip
-    """Tokens/s of ``seeds`` seeds of ``preset`` for ``steps`` steps: batched in one process,
-    or one single-seed run after another."""
-    overrides = dict(eval_every=10**9, probe_every=0, threads=threads, device=device)
+def train_rate(preset: str, seeds: int, batched: bool, steps: int, device: str = "cpu",
+               threads: int = 1, **overrides) -> dict:  # fmt: skip
+    """Tokens/s and GFLOP/s of ``seeds`` seeds of ``preset`` (config ``overrides``) for
+    ``steps`` steps: batched in one process, or one single-seed run after another."""
+    overrides |= dict(eval_every=10**9, probe_every=0, threads=threads, device=device)
     cfgs = [preset_config(preset, seed=s, **overrides) for s in range(seeds)]
     groups = [cfgs] if batched else [[c] for c in cfgs]
     elapsed, tokens, flops = 0.0, 0, 0.0
@@ -80,10 +87,10 @@ def train_rate(preset: str, seeds: int, batched: bool, steps: int, device: str,
         train_runs(runs, step, stop_at=WARMUP)
         _sync(device)
         before = [(r.st.tokens, r.st.flops) for r in runs]
-        t = time.perf_counter()
+        t = _clock(device)
         train_runs(runs, step, stop_at=WARMUP + steps)
         _sync(device)
-        elapsed += time.perf_counter() - t
+        elapsed += _clock(device) - t
         tokens += sum(r.st.tokens - b[0] for r, b in zip(runs, before, strict=True))
         flops += sum(r.st.flops - b[1] for r, b in zip(runs, before, strict=True))
     return {"seeds": seeds, "batched": batched, "seconds": elapsed,
@@ -97,26 +104,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 4, 8, 16])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=None, help="sequences per seed and step "
+                    "(default: the preset's)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     try:
         if args.preset not in PRESETS:
             raise InputError(f"--preset {args.preset!r} is not one of {', '.join(PRESETS)}")
-        if args.steps < 1 or args.threads < 1 or min(args.seeds) < 1:
-            raise InputError("--steps, --threads and every --seeds value must be >= 1")
+        if min(args.steps, args.threads, *args.seeds, args.batch or 1) < 1:
+            raise InputError("--steps, --threads, --batch and every --seeds value must be >= 1")
         check_device(args.device)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)
-    cfg = preset_config(args.preset)
+    sizes = {} if args.batch is None else {"batch": args.batch}
+    cfg = preset_config(args.preset, **sizes)
     peak = matmul_rate((1, 1024, 1024, 1024), args.device)
-    single = train_rate(args.preset, 1, False, args.steps, args.device, args.threads)
+    single = train_rate(args.preset, 1, False, args.steps, args.device, args.threads, **sizes)
     rows = []
     for s in args.seeds:
         apart = single if s == 1 else train_rate(args.preset, s, False, args.steps, args.device,
-                                                   args.threads)  # fmt: skip
-        together = train_rate(args.preset, s, True, args.steps, args.device, args.threads)
+                                                   args.threads, **sizes)  # fmt: skip
+        together = train_rate(args.preset, s, True, args.steps, args.device, args.threads, **sizes)
         shape = matmul_rate((s, cfg.batch * cfg.seq_len, cfg.d_model, cfg.d_mlp), args.device)
         rows.append({
             "seeds_per_process": s,
@@ -142,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.out is not None:
         write_json(args.out, {"preset": args.preset, "steps": args.steps, "device": device,
+                              "batch": cfg.batch, "seq_len": cfg.seq_len,
                               "threads": args.threads, "matmul_peak_gflops": peak,
                               "rows": rows})  # fmt: skip
         print(f"wrote {args.out}", file=sys.stderr)
