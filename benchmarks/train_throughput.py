@@ -10,7 +10,8 @@ drawn per seed, growth and checkpoint logic, clipping, AdamW; no files, no monit
 ``--steps`` steps after a warm-up step: the single-seed side is
 :func:`~induction.training.protocol.train_fixed`'s step, one seed after another (S separate
 runs on the same cores take S times one run's time); the batched side is
-:func:`induction.training.multiseed.train_seeds`'s. Two ceilings are measured in the same run:
+:func:`induction.training.multiseed.train_seeds`'s (on a GPU with its data workers, the
+prefetch starting afresh each timed leg). Two ceilings are measured in the same run:
 ``peak``, a float32 1024 x 1024 matmul, and ``shape``, the model's own largest matmul
 (``[S, batch x seq, d_model] @ [S, d_model, d_mlp]``) at each S. FLOPs are
 :func:`induction.training.model.matmul_flops_per_token`. Ratios, not wall times, are the
@@ -32,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from induction.errors import InputError  # noqa: E402
 from induction.io import write_json  # noqa: E402
-from induction.training.multiseed import _stacked_step  # noqa: E402
+from induction.training.multiseed import default_data_workers, train_batched  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
     PRESETS,
     _model_step,
@@ -83,12 +84,19 @@ def train_rate(preset: str, seeds: int, batched: bool, steps: int, device: str =
     elapsed, tokens, flops = 0.0, 0, 0.0
     for group in groups:
         runs = [_Run(c, None, False, None, False, seeds_per_process=len(group)) for c in group]
-        step = _stacked_step if batched else _model_step
-        train_runs(runs, step, stop_at=WARMUP)
+        workers = default_data_workers(device, seeds) if batched else 0
+
+        def train(stop_at: int) -> None:
+            if batched:  # as train_seeds trains: its data workers on a GPU
+                train_batched(runs, stop_at, workers)
+            else:
+                train_runs(runs, _model_step, stop_at)
+
+        train(WARMUP)
         _sync(device)
         before = [(r.st.tokens, r.st.flops) for r in runs]
         t = _clock(device)
-        train_runs(runs, step, stop_at=WARMUP + steps)
+        train(WARMUP + steps)
         _sync(device)
         elapsed += _clock(device) - t
         tokens += sum(r.st.tokens - b[0] for r, b in zip(runs, before, strict=True))

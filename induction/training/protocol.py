@@ -545,12 +545,14 @@ def _model_step(runs: list[_Run], tokens: list[torch.Tensor]) -> list[float]:
     return [loss.item()]
 
 
-def train_runs(runs: list[_Run], step_fn, stop_at: int | None = None) -> list[tuple[object, dict]]:
+def train_runs(
+    runs: list[_Run], step_fn, stop_at: int | None = None, draw=None
+) -> list[tuple[object, dict]]:
     """Train ``runs`` to their last step together: at each step the runs that have reached it
     (a resumed seed behind the others trains alone until it catches up) prepare (growth,
     checkpoints), draw their batches, get their losses and gradients from ``step_fn(runs,
-    tokens)`` and update. Returns ``(model, card)`` per run; ``(model, {})`` when ``stop_at``
-    stopped them."""
+    tokens)`` and update. ``draw(runs)``: their batches (default: drawn here by ``batch_at``).
+    Returns ``(model, card)`` per run; ``(model, {})`` when ``stop_at`` stopped them."""
     # no TF32 on a GPU: the CPU recipe's float32 matmuls; the caller's setting comes back after
     matmul_precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")
@@ -562,7 +564,8 @@ def train_runs(runs: list[_Run], step_fn, stop_at: int | None = None) -> list[tu
             active = [r for r in pending if r.st.step == step]
             for run in active:
                 run.prepare()
-            tokens = [run.batch() for run in active]
+            drawn = draw(active) if draw is not None else [None] * len(active)
+            tokens = [run.batch(batch) for run, batch in zip(active, drawn, strict=True)]
             for run, loss, batch in zip(active, step_fn(active, tokens), tokens, strict=True):
                 run.update(loss, batch)
     finally:
@@ -658,11 +661,12 @@ class _Run:
         ):
             _resume_state(out, *args, self.opt, self.start)
 
-    def batch(self) -> torch.Tensor:
-        """This step's learning rate set and batch drawn (and chained into the data hash)."""
+    def batch(self, batch: np.ndarray | None = None) -> torch.Tensor:
+        """This step's learning rate set and batch drawn, or ``batch`` (``batch_at`` of this
+        step, drawn elsewhere), chained into the data hash."""
         for group in self.opt.param_groups:
             group["lr"] = lr_at(self.cfg, self.st.step)
-        batch = batch_at(self.cfg, self.st.step)
+        batch = batch_at(self.cfg, self.st.step) if batch is None else batch
         st = self.st
         st.data_sha256 = hashlib.sha256(st.data_sha256.encode() + batch.tobytes()).hexdigest()
         return torch.from_numpy(batch).to(self.device)
