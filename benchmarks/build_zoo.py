@@ -180,7 +180,8 @@ def main() -> None:
             args.seeds = parse_seeds(",".join(args.seeds))
         except InputError as e:
             ap.error(str(e))
-    per = args.seeds_per_process or default_seeds_per_process(args.device or "cpu")
+    per = args.seeds_per_process
+    per = default_seeds_per_process(args.device or "cpu") if per is None else per
     if per < 1:
         ap.error(f"--seeds-per-process must be >= 1, got {per}")
     args.dest.mkdir(parents=True, exist_ok=True)

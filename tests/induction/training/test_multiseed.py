@@ -5,6 +5,8 @@ and the CLI and build_zoo take --seeds / --seeds-per-process."""
 import importlib.util
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,6 +143,13 @@ def test_build_zoo_resumes_seeds_in_one_process(tmp_path):
     for out in outs:
         card = json.loads((out / "card.json").read_text())
         assert card["steps"] == 12 and card["train_seeds_per_process"] == [2]
+    for args, message in [
+        (["--seeds", "2-1"], "--seeds takes distinct seeds"),
+        (["--seeds-per-process", "0"], "--seeds-per-process must be >= 1"),
+    ]:
+        done = subprocess.run([sys.executable, str(path), *args, "--dest", str(dest)],
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 2 and message in done.stderr, done.stderr
     assert build_zoo.build_seeds("dense8", [0, 1], dest=dest) == [
         "dense8-s0: present",
         "dense8-s1: present",
