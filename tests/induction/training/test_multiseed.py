@@ -80,6 +80,10 @@ def test_batched_seeds_resume_each_from_its_own_checkpoint(tmp_path):
     done = train_seeds(cfgs, whole, progress=False)
     train_seeds(cfgs, cut, progress=False, stop_at=10)
     shutil.rmtree(cut[1] / "checkpoints" / "step-8")
+    # a fresh seed beside a folder that holds a run: refused before either folder is touched
+    with pytest.raises(InputError, match="already holds a run"):
+        train_seeds(cfgs, [tmp_path / "fresh", cut[0]])
+    assert not (tmp_path / "fresh").exists()
     # and its batches are drawn ahead in worker processes (the same batches: the data hash)
     again = train_seeds([None, None], cut, resume=True, progress=False, data_workers=2)
     for (model, card), (ref, ref_card), a, b in zip(again, done, cut, whole, strict=True):
@@ -89,6 +93,10 @@ def test_batched_seeds_resume_each_from_its_own_checkpoint(tmp_path):
         assert card["data_sha256"] == ref_card["data_sha256"]
     with pytest.raises(InputError, match="nothing to resume"):
         train_seeds([None], [tmp_path / "none"], resume=True)
+    with pytest.raises(InputError, match="has finished training"):
+        train_seeds([None, None], whole, resume=True)
+    with pytest.raises(InputError, match="share a run folder"):
+        train_seeds(cfgs, [cut[0], cut[0]])
 
 
 def test_seeds_of_one_process_are_one_arm():
