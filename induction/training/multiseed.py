@@ -61,7 +61,7 @@ PER_SEED = ("seed", "data_seed")
 
 
 def default_seeds_per_process(device: str) -> int:
-    """8 on a GPU; 1 on the CPU, where batching measured 0.9-1.0x (a CPU step has no overhead
+    """8 on a GPU; 1 on the CPU, where batching measured 0.89-1.05x (a CPU step has no overhead
     left to share) and a single-seed run reproduces the zoo's history bit for bit."""
     return CUDA_SEEDS_PER_PROCESS if str(device).startswith("cuda") else 1
 
