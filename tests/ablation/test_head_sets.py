@@ -57,9 +57,7 @@ def test_head_sets_in_one_pass_equal_one_set_per_pass(zoo, mode, mean_over):
         alone = [engine.evaluate(prep, a) for a in ablations]
         engine.head_sets_per_pass = 4  # passes of 4 and 2 sets
         seen = []
-        together = engine.evaluate_sets(
-            prep, ablations, on_result=lambda i, r: seen.append(i)
-        )
+        together = engine.evaluate_sets(prep, ablations, on_result=lambda i, r: seen.append(i))
         engine.head_sets_per_pass = None
         assert seen == list(range(len(SETS)))
         for a, b in zip(alone, together, strict=True):
