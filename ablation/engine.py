@@ -245,7 +245,8 @@ class Engine:
         given, else as many as fit :data:`MEMORY_SHARE` of the free memory (the GPU's on
         CUDA, the machine's available RAM on the CPU) by :meth:`bytes_per_set`; distribution
         tasks also keep their logits within ``dist_budget``, and on the CPU a pass holds at
-        most :data:`CPU_PASS_TOKENS` prompt tokens. At least 1, at most ``n_sets``."""
+        most :data:`CPU_PASS_TOKENS` prompt tokens and :data:`CPU_PASS_FLOPS` of prefill.
+        At least 1, at most ``n_sets``."""
         if n_sets <= 1:
             return max(n_sets, 1)
         if self.head_sets_per_pass is not None:
@@ -255,8 +256,9 @@ class Engine:
         width = max(ids.shape[1] for _, ids, _ in prep.batches)
         if not isinstance(prep.task, GenTask):
             k = min(k, int(self.dist_budget // (rows * width * self._vocab())))
-        if self.device.type == "cpu":  # compute-bound beyond a few thousand tokens a pass
-            k = min(k, CPU_PASS_TOKENS // (rows * width))
+        if self.device.type == "cpu":  # compute-bound: batching saves only per-pass overhead
+            flops = 2 * rows * width * sum(p.numel() for p in self.hf.parameters())
+            k = min(k, CPU_PASS_TOKENS // (rows * width), int(CPU_PASS_FLOPS // flops))
         return max(1, min(n_sets, k))
 
     def _vocab(self) -> int:
@@ -545,6 +547,10 @@ MEMORY_SHARE = 0.25
 #: the attention scores out of cache (grown8c-s0: 3 sets of 32 prompts were at best ~1.1x,
 #: 6 and 12 slower than one per pass; docs/results.md, "Many head sets, one forward pass").
 CPU_PASS_TOKENS = 4096
+#: On the CPU a pass's prefill stops at this many FLOPs (2 x tokens x parameters): a model
+#: whose one set already costs more (SmolLM2: ~2e11 for 16 prompts of 52 tokens) gains nothing
+#: from more sets per pass (4 sets ran 0.85x as fast as one per pass, docs/results.md).
+CPU_PASS_FLOPS = 2e10
 
 
 def free_bytes(device: torch.device) -> int:

@@ -228,6 +228,7 @@ class HeadSetsAblation:
         layers = sorted({layer for layer, _ in self.heads})
         # per layer, which heads each set ablates: [sets, heads]
         self.masks: dict[int, torch.Tensor] = {}
+        self._on_device: dict[tuple, torch.Tensor] = {}
         for layer in layers:
             mask = torch.zeros(len(self.sets), n_heads, dtype=torch.bool)
             for k, s in enumerate(self.sets):
@@ -240,10 +241,10 @@ class HeadSetsAblation:
         ) -> Float[Tensor, "batch seq head d_head"]:
             if self.row_sets is None or len(self.row_sets) != z.shape[0]:
                 raise RuntimeError("HeadSetsAblation.row_sets must name each row's head set")
-            mask = self.masks[layer].to(z.device)[self.row_sets.to(z.device)]  # [batch, head]
-            if not bool(mask.any()):
-                return z
-            where = mask[:, None, :, None]
+            masks = self._on_device.get((layer, z.device))
+            if masks is None:  # moved once per device: no copy on every forward
+                masks = self._on_device[(layer, z.device)] = self.masks[layer].to(z.device)
+            where = masks[self.row_sets.to(z.device)][:, None, :, None]  # [batch, 1, head, 1]
             if self.mode == "zero":
                 return torch.where(where, torch.zeros((), dtype=z.dtype, device=z.device), z)
             assert self.means is not None
