@@ -247,8 +247,8 @@ class Engine:
         tasks also keep their logits within ``dist_budget``, and on the CPU a pass holds at
         most :data:`CPU_PASS_TOKENS` prompt tokens and :data:`CPU_PASS_FLOPS` of prefill.
         At least 1, at most ``n_sets``."""
-        if n_sets <= 1:
-            return max(n_sets, 1)
+        if n_sets <= 1 or not prep.batches:
+            return 1
         if self.head_sets_per_pass is not None:
             return min(self.head_sets_per_pass, n_sets)
         k = int(MEMORY_SHARE * free_bytes(self.device) // self.bytes_per_set(prep))
