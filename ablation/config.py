@@ -98,6 +98,12 @@ class AblationConfig:
         1, "Repeat with this many prompt seeds (seed, seed+1, ...) and report the spread."
     )
     batch: int = option(32, "Prompts per forward pass.", "--batch", "--batch-size")
+    head_sets_per_pass: int | None = option(
+        None,
+        "Head sets (clean, target, controls) evaluated together in one batched forward, the "
+        "prompts repeated per set (default: as many as a quarter of the free memory holds; "
+        "1: one set per pass). Same numbers either way.",
+    )
     max_prompt_tokens: int | None = option(
         None,
         "Longest generated prompt (default: a zoo model's training length, else the context "
@@ -173,7 +179,7 @@ class AblationConfig:
                 raise InputError(f"{flag} must be an integer >= {low}, got {value!r}")
         if self.seed + self.prompt_seeds > 2**32:
             raise InputError(f"--seed {self.seed} is too large; use a seed below 2**32")
-        for name in ("shots", "n_items", "max_prompt_tokens"):
+        for name in ("shots", "n_items", "max_prompt_tokens", "head_sets_per_pass"):
             value = getattr(self, name)
             low = 0 if name == "shots" else 1
             if value is not None and (
@@ -254,6 +260,8 @@ class AblationConfig:
             del d["trust_remote_code"]
         if not self.token_loss:  # an added outcome: the few-shot keys stay as they were
             del d["token_loss"]
+        if self.head_sets_per_pass is None:  # speed only: the keys stay as they were
+            del d["head_sets_per_pass"]
         return d
 
 
