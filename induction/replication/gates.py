@@ -692,6 +692,14 @@ def claims_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+#: README's short names of the claims without intervals (:func:`verdict_markdown`).
+SHORT_CLAIMS = {
+    "10 of the 12 strongest heads from 2 ancestors": "10 of 12 heads from 2 ancestors",
+    "lineage more concentrated when heads form before growth": "lineage vs growth timing",
+    f", {SECONDARY}": ", passing seeds",
+}
+
+
 def verdict_markdown(table: pd.DataFrame) -> str:
     """README's short verdict table: one row per drop claim (all seeds; on the seeds that
     pass), its word, the difference with its Holm-adjusted interval, the ratio, the
@@ -708,7 +716,10 @@ def verdict_markdown(table: pd.DataFrame) -> str:
         arm = re.search(r"\((\w+)\) more than dense", r["claim"])
         if arm is None or "difference" not in r or _cell(r, "difference") == "–":
             if r["verdict"] != "by design":  # set by the schedule: docs/results.md
-                others.append(f"{r['claim']}: **{r['verdict']}**")
+                claim = r["claim"]
+                for long, short in SHORT_CLAIMS.items():
+                    claim = claim.replace(long, short)
+                others.append(f"{claim}: **{r['verdict']}**")
             continue
         seeds = "passing" if r["claim"].endswith(SECONDARY) else "all"
         adjusted = _cell(r, "interval").split("adjusted ")[-1]
