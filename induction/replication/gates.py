@@ -707,7 +707,7 @@ def verdict_markdown(table: pd.DataFrame) -> str:
     import re
 
     lines = [
-        "| arm vs dense8c, seeds | verdict | difference [adjusted interval] | ratio "
+        "| arm vs dense, seeds | verdict | difference [adjusted interval] | ratio "
         "[adjusted] | detectable at 80% (adj.) | power for the source's (adj.) |",
         "|---|---|---|---|---|---|",
     ]

@@ -156,7 +156,10 @@ def power_for(effect: float, n_a: int, n_b: int, sd: float, alpha: float = 0.05)
     nc = abs(effect) / se
     if nc > 40:  # beyond scipy's noncentral t, and the power is 1 to 1e-12
         return 1.0
-    return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+    power = float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+    if not math.isfinite(power):  # scipy's nct fails in parts of its far tail: the normal
+        power = float(stats.norm.sf(crit - nc) + stats.norm.cdf(-crit - nc))
+    return power
 
 
 def detectable_difference(
