@@ -55,7 +55,7 @@ import torch
 
 from induction.copying import copying_scores
 from induction.errors import InputError
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
 from induction.jobs import as_loaded, job_config
 from induction.loss import loss_summary
 from induction.passes import run_passes
@@ -72,6 +72,7 @@ from induction.score_names import (
     check_rank_by,
     check_scores,
 )
+from induction.specs import inputs_of
 from induction.stats import Spread, spread
 from induction.target import check_layers, eos_token_id, place, resolve_target
 

@@ -93,12 +93,23 @@ def check_sweep_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
     return (*scan, FV_SCORE) if fv else scan
 
 
-def _fv_provider(loaded: Any) -> Any:
-    """The ``fv`` score with :func:`induction.circuits.fv.fv_scores`' defaults; the unit is
-    imported when the score is first asked for, not to register it."""
-    from induction.circuits.fv import fv_table
+def _by_path(target: str) -> Callable[[Any], Any]:
+    """A provider named by ``"module:function"``, imported when the score is first asked for
+    (as an entry point): the registry stays on the ground floor and names a unit above it
+    without importing it (docs/design.md, floors)."""
 
-    return fv_table(loaded)
+    def provider(loaded: Any) -> Any:
+        import importlib
+
+        module, _, function = target.partition(":")
+        return getattr(importlib.import_module(module), function)(loaded)
+
+    provider.__qualname__ = provider.__name__ = f"provider of {target}"
+    return provider
+
+
+#: The ``fv`` score with :func:`induction.circuits.fv.fv_scores`' defaults.
+_fv_provider = _by_path("induction.circuits.fv:fv_table")
 
 
 #: Head scores beyond the detector's (:data:`SCORES`), by name: a function of the loaded model

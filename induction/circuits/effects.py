@@ -53,8 +53,9 @@ from induction.circuits.patching import (
     z_hook,
 )
 from induction.errors import InputError
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
 from induction.jobs import job_config
+from induction.specs import inputs_of
 
 
 @dataclass

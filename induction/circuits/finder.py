@@ -50,8 +50,9 @@ from induction.circuits.patching import (
 )
 from induction.errors import InputError
 from induction.heads import Head, head_label
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
 from induction.jobs import job_config
+from induction.specs import inputs_of
 
 DEFAULT_PARTNERS = 3
 

@@ -53,9 +53,10 @@ from torch import Tensor
 from induction.circuits.config import DEFAULT_MAX_ROWS, FVConfig
 from induction.errors import InputError
 from induction.heads import Head
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
 from induction.jobs import as_loaded, job_config
 from induction.kv_cache import last_token_logits, prefix_cache
+from induction.specs import inputs_of
 
 if TYPE_CHECKING:
     from induction.specs import ModelLike
