@@ -42,7 +42,8 @@ from induction.loading import load_model  # noqa: E402
 from induction.scan import scan  # noqa: E402
 from induction.score_names import ATTENTION_SCORES  # noqa: E402
 
-LENGTHS = (512, 2048, 8190)  # 8190: two copies of 4095 plus the prefix fill SmolLM2's 8192
+LENGTHS = (512, 2048, 8190)
+MODES = ("chunked", "eager")  # 8190: two copies of 4095 plus the prefix fill SmolLM2's 8192
 
 
 def _status_kib(field: str) -> int:
@@ -70,18 +71,17 @@ def measure(fn, device: str) -> tuple[float, int]:
     return wall, (_status_kib("VmHWM") - base) * 1024
 
 
-def run(spec: str, lengths, runs: int, device: str, layers: list[int] | None) -> dict:
+def run(spec: str, lengths, runs: int, device: str, layers: list[int] | None, modes=MODES) -> dict:
     loaded = load_model(spec, device=device)
-    for mode in ("chunked", "eager"):  # warm-up: lazy set-up and first allocations
+    for mode in modes:  # warm-up: lazy set-up and first allocations
         scan(loaded, patterns=mode, seq_len=16, batch=1, seeds=1, progress=False, layers=layers)
     rows = []
     for T in lengths:
         kw = dict(seq_len=T // 2, batch=1, seeds=1, scores=list(ATTENTION_SCORES), progress=False)
         kw["layers"] = layers
-        results, walls, peaks = {}, {"eager": [], "chunked": []}, {"eager": [], "chunked": []}
-        n = runs
-        for _ in range(n):
-            for mode in ("chunked", "eager"):
+        results, walls, peaks = {}, {m: [] for m in modes}, {m: [] for m in modes}
+        for _ in range(runs):
+            for mode in modes:
                 out = {}
 
                 def job(mode=mode, out=out):
@@ -91,30 +91,26 @@ def run(spec: str, lengths, runs: int, device: str, layers: list[int] | None) ->
                 walls[mode].append(wall)
                 peaks[mode].append(peak)
                 results[mode] = out["r"]
-        diff = max(
-            float((results["eager"].per_seed[s] - results["chunked"].per_seed[s]).abs().max())
-            for s in ATTENTION_SCORES
+        row: dict = {"T": T, "prompt_tokens": T + 1, "runs": runs}
+        for mode in modes:
+            row[f"{mode}_s"] = statistics.median(walls[mode])
+            row[f"{mode}_peak_bytes"] = max(peaks[mode])
+        line = f"T={T:5d}: " + " | ".join(
+            f"{m} {row[f'{m}_s']:7.1f} s {row[f'{m}_peak_bytes'] / 2**20:8.0f} MiB" for m in modes
         )
-        row = {
-            "T": T,
-            "prompt_tokens": T + 1,
-            "runs": n,
-            "eager_s": statistics.median(walls["eager"]),
-            "chunked_s": statistics.median(walls["chunked"]),
-            "eager_peak_bytes": max(peaks["eager"]),
-            "chunked_peak_bytes": max(peaks["chunked"]),
-            "max_abs_diff": diff,
-        }
-        row["time_ratio"] = row["eager_s"] / row["chunked_s"]
-        row["memory_ratio"] = row["eager_peak_bytes"] / max(row["chunked_peak_bytes"], 1)
+        if len(modes) == 2:
+            row["max_abs_diff"] = max(
+                float((results["eager"].per_seed[s] - results["chunked"].per_seed[s]).abs().max())
+                for s in ATTENTION_SCORES
+            )
+            row["time_ratio"] = row["eager_s"] / row["chunked_s"]
+            row["memory_ratio"] = row["eager_peak_bytes"] / max(row["chunked_peak_bytes"], 1)
+            line += (
+                f" | eager/chunked time {row['time_ratio']:.2f}x memory"
+                f" {row['memory_ratio']:.1f}x | max |diff| {row['max_abs_diff']:.1e}"
+            )
         rows.append(row)
-        print(
-            f"T={T:5d}: eager {row['eager_s']:7.1f} s {row['eager_peak_bytes'] / 2**20:8.0f} MiB"
-            f" | chunked {row['chunked_s']:7.1f} s {row['chunked_peak_bytes'] / 2**20:7.0f} MiB"
-            f" | eager/chunked time {row['time_ratio']:.2f}x memory {row['memory_ratio']:.1f}x"
-            f" | max |diff| {diff:.1e}",
-            flush=True,
-        )
+        print(line, flush=True)
     return {
         "model": spec,
         "device": device,
@@ -136,6 +132,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
     ap.add_argument("--runs", type=int, default=1, help="runs per mode and T (median)")
     ap.add_argument("--layers", default="0,1", help="layers scored, e.g. 0,1, or all")
+    ap.add_argument("--modes", default="chunked,eager", help="chunked, eager or both")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/scan_memory.json"))
     args = ap.parse_args(argv)
@@ -157,7 +154,11 @@ def main(argv=None) -> int:
     if not args.device.startswith("cuda") and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
         env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
         os.execve(sys.executable, [sys.executable, *sys.argv], env)  # takes effect at start
-    report = run(args.model, lengths, args.runs, args.device, layers)
+    modes = tuple(m for m in MODES if m in args.modes.split(","))
+    if not modes or set(args.modes.split(",")) - set(MODES):
+        print(f"error: --modes {args.modes!r}: chunked, eager or chunked,eager", file=sys.stderr)
+        return 2
+    report = run(args.model, lengths, args.runs, args.device, layers, modes)
     write_json(args.out, report)
     print(f"wrote {args.out}")
     return 0

@@ -96,8 +96,9 @@ def test_chunked_equals_eager(arch, convention, monkeypatch, tmp_path):
     assert float(eager.per_seed["previous_token"].std()) > 0
 
 
-def test_chunked_with_loss_and_layer_subset():
-    loaded = induction.load_model("lidas8")
+@pytest.mark.parametrize("spec", ["lidas8", "looped8"])  # a grown and a looped zoo model
+def test_chunked_with_loss_and_layer_subset(spec):
+    loaded = induction.load_model(spec)
     kw = dict(seq_len=24, batch=3, seeds=1, loss=True, layers=[1, 4], progress=False)
     eager = scan(loaded, patterns="eager", **kw)
     seen = []  # the bridge's own attention (which builds the L x L pattern) must not run
