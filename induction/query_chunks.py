@@ -138,6 +138,8 @@ class QueryChunkScores:
         causal attention by query blocks, scoring the layer on the way when it is scored."""
         if attention_mask is not None:
             raise InputError("the query-chunked scan takes unpadded prompts only (no mask)")
+        if kwargs.get("position_bias") is not None:  # additive relative-position biases
+            raise InputError("this model adds a position bias to attention; use patterns='eager'")
         b, h, L, d = query.shape
         kv, dv = key.shape[1], value.shape[-1]
         g = h // kv  # query heads per key/value head (GQA)
