@@ -234,7 +234,7 @@ def check_scan_memory(models: Models, device: str, quick: bool) -> dict:
     }
 
 
-def _engine_setup(models: Models, which: str, n_tasks: int, n_items: int):
+def _engine_setup(models: Models, which: str, n_tasks: int, n_items: int, n_controls: int = 3):
     from ablation.engine import Engine
     from ablation.run import plan_heads
     from ablation.tasks import default_suite, load_suite
@@ -244,7 +244,7 @@ def _engine_setup(models: Models, which: str, n_tasks: int, n_items: int):
     tasks = load_suite(default_suite(info), tokenizer=tok, bos_id=info.bos_token_id,
                        n_items=n_items, seed=0)  # fmt: skip
     gen = [t for t in tasks if t.kind == "gen"][:n_tasks]
-    plan = plan_heads(loaded, frac=0.2, n_controls=3)
+    plan = plan_heads(loaded, frac=0.2, n_controls=n_controls)
     return loaded, gen, plan, Engine(loaded.bridge, tok)
 
 
@@ -310,7 +310,9 @@ def check_head_sets(models: Models, device: str, quick: bool) -> dict:
 
     if not hasattr(Engine, "evaluate_sets"):
         return {"status": "skipped", "reason": f"Engine.evaluate_sets: {NOT_AVAILABLE}"}
-    loaded, tasks, plan, engine = _engine_setup(models, "zoo", 1, 8 if quick else 32)
+    loaded, tasks, plan, engine = _engine_setup(
+        models, "zoo", 1, 8 if quick else 32, 3 if quick else 15
+    )
     prep = engine.prepare(tasks[0])
     sets = [plan.target, *plan.controls]
     ablations = [HeadAblation(h) for h in sets]
