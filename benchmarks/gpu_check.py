@@ -108,30 +108,39 @@ def ratio(baseline: float, ours: float) -> float:
 # --------------------------------------------------------------------------- models
 
 
-def smollm2_shaped(folder: Path) -> Path:
+def smollm2_shaped(folder: Path, n_layers: int = 30) -> Path:
     """A random Llama of SmolLM2-135M's shape (30 layers, 9/3 heads, d 576, MLP 1536, vocab
-    49152, context 8192) with the zoo tokenizer: for timing and memory only."""
-    from transformers import LlamaConfig, LlamaForCausalLM
+    49152, context 8192) with a word-level tokenizer of as many tokens (``t4`` ... ``t49151``),
+    so the scan draws its random tokens from SmolLM2's ordinary band: for timing and memory
+    only."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from induction.zoo import vocab
-
+    n_vocab, specials = 49152, ["<unk>", "<s>", "</s>", "<pad>"]
+    words = {tok: i for i, tok in enumerate(specials)}
+    words.update({f"t{i}": i for i in range(len(specials), n_vocab)})
+    tk = Tokenizer(models.WordLevel(words, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>"
+    )
     config = LlamaConfig(
-        vocab_size=49152,
+        vocab_size=n_vocab,
         hidden_size=576,
         intermediate_size=1536,
-        num_hidden_layers=30,
+        num_hidden_layers=n_layers,
         num_attention_heads=9,
         num_key_value_heads=3,
         max_position_embeddings=8192,
         rope_theta=100000.0,
-        bos_token_id=vocab.BOS_ID,
-        eos_token_id=vocab.EOS_ID,
-        pad_token_id=vocab.PAD_ID,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=3,
         tie_word_embeddings=True,
     )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(str(folder))
-    vocab.save_tokenizer(folder)
+    tok.save_pretrained(str(folder))
     return folder
 
 
