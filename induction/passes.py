@@ -54,8 +54,9 @@ def run_passes(
     tokens = prompts.tokens
     n_rows = tokens.shape[0]
     chunk = check_chunk(chunk)
+    chunked = mode == "chunked" and bool(attn_names)
     if chunk is None:
-        chunk = auto_chunk(bridge.cfg, prompts, device, want_loss, full_patterns=mode == "eager")
+        chunk = auto_chunk(bridge.cfg, prompts, device, want_loss, full_patterns=not chunked)
 
     stripe = None
     hooks: list = []
@@ -64,7 +65,7 @@ def run_passes(
     if attn_names:
         plan = plan_pairs(prompts.layout, attn_names, convention)
         n_heads = int(bridge.cfg.n_heads)
-        if mode == "chunked":
+        if chunked:
             length = prompts.layout.length
             scorer = QueryChunkScores(plan, length, n_rows, len(layers), n_heads, device)
             context = scorer.attached(bridge, layers, stop_at_last=not want_loss)
