@@ -26,6 +26,9 @@ CONVENTIONS: tuple[Convention, ...] = get_args(Convention)
 #: Scores that ``convention="tl_mul"`` computes TransformerLens's way.
 TL_SCORES = ("induction", "duplicate_token", "previous_token")
 DEFAULT_SEEDS = (0, 1, 2)
+#: How the scan reads attention: ``eager`` holds each layer's whole pattern, ``chunked`` scores
+#: blocks of queries (:mod:`induction.query_chunks`), ``auto`` picks by prompt length.
+PATTERN_MODES = ("auto", "eager", "chunked")
 #: The function-vector score (:mod:`induction.circuits.fv`): a head's mean causal indirect
 #: effect on the answer's probability. Not a scan score: it needs pair tasks, not repeated
 #: tokens; lineage, sweeps and timelines follow it beside the scan's.

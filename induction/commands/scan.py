@@ -19,6 +19,7 @@ from induction.commands.options import (
     TrustRemoteCodeOpt,
 )
 from induction.errors import InputError
+from induction.score_names import PATTERN_MODES
 
 _ALL_SCORES = "induction,prefix_matching,duplicate_token,previous_token,copying"
 
@@ -74,6 +75,14 @@ def scan(
     chunk: Annotated[
         int | None, typer.Option("--chunk", help="Prompts per forward pass (default: auto).")
     ] = None,
+    patterns: Annotated[
+        str,
+        typer.Option(
+            "--patterns",
+            help="auto, eager (hold each layer's L x L pattern) or chunked (score blocks of "
+            "queries, memory linear in L); auto: chunked from 1024 tokens when supported.",
+        ),
+    ] = "auto",
     out: OutOpt = None,
     plot: Annotated[
         Path | None,
@@ -108,6 +117,8 @@ def scan(
         raise InputError(f"--threads must be >= 1, got {threads}")
     if chunk is not None and chunk < 1:
         raise InputError(f"--chunk must be a positive integer, got {chunk}; or leave it out")
+    if patterns not in PATTERN_MODES:
+        raise InputError(f"--patterns {patterns!r}: choose auto, eager or chunked")
     band = _parse_range(token_range) if token_range else None
     _check_outputs(model, out, plot, bar)
 
@@ -142,6 +153,7 @@ def scan(
             chunk=chunk,
             progress=True,
             rank_by=rank_by,
+            patterns=patterns,
         )
         df = result.to_frame()
         if output_norm:
