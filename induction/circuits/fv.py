@@ -301,7 +301,8 @@ class FVResult:
     table: pd.DataFrame
     settings: dict = field(default_factory=dict)
     #: per task and prompt seed: ``p_clean``, ``p_corrupted`` (the answer's mean probability
-    #: without a patch) and ``headroom`` (their difference: the most a head's CIE can be).
+    #: without a patch), ``headroom`` (their difference: the most a head's CIE can be) and
+    #: ``cie_null`` (the null baseline: a pass through the patching path that patches nothing).
     baselines: pd.DataFrame | None = None
     #: what the run read (the model's folder): :meth:`save`/:meth:`plot` never write there
     inputs: tuple[Path, ...] = field(default=(), repr=False)
