@@ -198,7 +198,7 @@ def ablate(
                 "path to a JSONL task file"
             )
     tasks = None
-    if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "zootrain", "regbench"):
+    if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "zootrain", "zoo4g", "regbench"):
         tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
     loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
     suite = cfg.suite or default_suite(loaded.info)
@@ -289,13 +289,15 @@ def _gates(loaded, tasks, run, plan):
     from ablation.gates import model_gates, task_gates
     from ablation.report import task_key
     from induction.score_names import INDUCTION_THRESHOLD
+    from lineage.log import duplication_log
 
     gates = task_gates(tasks, run.results, task_key)
     scores = plan.scores
     if scores is not None and "induction" in scores.columns:
         strongest = float(scores["induction"].max())
         card = loaded.card if isinstance(loaded.card, dict) else None
-        return gates, model_gates(strongest, INDUCTION_THRESHOLD, card)
+        log = duplication_log(loaded) if card and card.get("growth_steps") else None
+        return gates, model_gates(strongest, INDUCTION_THRESHOLD, card, log)
     return gates, []
 
 

@@ -20,6 +20,7 @@ from ablation.tasks import (  # noqa: F401  (register)
     user,
     words,
     zoo,
+    zoo4g,
     zoo19,
     zoofacts,
     zootrain,
@@ -30,7 +31,7 @@ from ablation.tasks.spec import TaskSpec
 from induction.errors import InputError
 
 #: The built-in suites in listing order; each registers itself (:mod:`ablation.tasks.registry`).
-SUITES = ("zoo", "zoo19", "zootrain", "zoofacts", "words", "paper19", "regbench", "gsm8k")
+SUITES = ("zoo", "zoo19", "zootrain", "zoo4g", "zoofacts", "words", "paper19", "regbench", "gsm8k")
 assert sorted(SUITES) == sorted(REGISTRY), "a suite module is registered but not listed"
 
 __all__ = [
@@ -56,12 +57,32 @@ def default_suite(info) -> str:
     vocabulary ``zootrain`` (the source's groups in the training formats, docs/replication.md)
     for the second zoo's families, which learn in context but answer new formats at chance,
     and ``zoo19`` for the others (its tasks are written in the vocabulary; models trained
-    without the ``facts`` corpus kind are at chance on its closed-book group by construction)."""
+    without the ``facts`` corpus kind are at chance on its closed-book group by construction).
+    A model whose training card shows a round-4 data kind (``corpus.R4_KINDS``, the ``r4``
+    curriculum) gets ``zoo4g``, the suite that curriculum trains (docs/replication.md, R4)."""
     if not info.zoo_vocabulary:
         return "words"
     from induction.zoo.registry import FV_ZOO, SECOND_ZOO, family_of
 
+    if trained_on_round4(getattr(info, "path", None)):
+        return "zoo4g"
     return "zootrain" if family_of(getattr(info, "name", "")) in SECOND_ZOO + FV_ZOO else "zoo19"
+
+
+def trained_on_round4(folder) -> bool:
+    """Whether the model folder's ``card.json`` records a data phase with a round-4 kind."""
+    import json
+
+    from induction.zoo.corpus import R4_KINDS
+
+    card = Path(folder) / "card.json" if folder else None
+    if card is None or not card.is_file():
+        return False
+    try:
+        phases = json.loads(card.read_text()).get("config", {}).get("phases") or []
+        return any(set(R4_KINDS) & set(p.get("mix", {})) for p in phases)
+    except (ValueError, AttributeError, TypeError):
+        return False
 
 
 #: Each built-in suite's task records (:class:`ablation.tasks.spec.TaskSpec`).

@@ -85,8 +85,8 @@ MIX_V2: dict[str, float] = {
 }
 
 #: Round 4 (docs/replication.md, "Round 4"): every ``zoo4g`` group in its format. Variable
-#: assignment gets more than the second zoo's share (0.35 across ``programs``, whose depths 0 and 1 are
-#: ``varassign``'s format) because the first round-4 design's pilot left it at a constant
+#: assignment gets more than the second zoo's share (0.35 across ``programs``, whose depths 0
+#: and 1 are ``varassign``'s format): a first round-4 design's pilot left it at a constant
 #: answer when diluted; ``copy`` and ``lookup`` keep the induction heads' data.
 MIX_R4: dict[str, float] = {
     "copy": 0.1,

@@ -469,3 +469,27 @@ def test_fixed_training_on_cuda_follows_the_cpu_run_and_resumes(tmp_path):
     assert max(abs(a - b) for a, b in zip(*losses)) < 1e-3, losses
     model = load_model(str(tmp_path / "gpu"), device="cpu")
     assert model.info.n_layers == 4
+
+
+def test_round4_top_growth_keeps_per_head_scores_per_checkpoint(tmp_path):
+    """grown8rt (R4-arms): four stages each copy the top layer; every checkpoint entry of the
+    card keeps its per-head scores (R4-gate reads them); the r4 kinds train."""
+    from ablation.gates import copied_head_before_growth, copied_initial_layers
+    from induction.training.protocol import train_fixed
+    from induction.zoo.corpus import MIX_R4
+
+    phases = [
+        {"at": 0.0, "mix": {"copy": 1.0}, "seq_len": 24, "max_span": 6},
+        {"at": 0.25, "mix": dict(MIX_R4), "seq_len": 24, "max_span": 8},
+    ]
+    out = tmp_path / "grown8rt-s0"
+    _, card = train_fixed(fixed("grown8rt", phases=phases), out=out, progress=False)
+    assert card["growth_steps"] == [9, 14, 18, 22] and card["effective_depth"] == 8
+    log = duplication_log(load_model(str(out), device="cpu"))
+    assert copied_initial_layers(log) == [3]
+    assert [log.ancestor_of(i) for i in range(8)] == [0, 1, 2, 3, 3, 3, 3, 3]
+    kept = card["checkpoints"][:-1]
+    assert kept and all(len(c["head_scores"]) == c["depth"] for c in kept)
+    assert all(len(row) == 8 for c in kept for row in c["head_scores"])
+    gate = copied_head_before_growth(card, log, 0.4)
+    assert gate.passed is not None and "step 9" in gate.detail
