@@ -276,7 +276,7 @@ def copied_head_before_growth(card: dict | None, log, threshold: float) -> Model
     step, scores = found
     strong = sorted({layer for layer, row in enumerate(scores) if max(row) >= threshold})
     best = {layer: max(scores[layer]) for layer in copied}
-    m = fewest_ancestors(log, strong or copied)
+    m = fewest_ancestors(log, strong) if strong else "none (no head formed)"
     detail = (
         f"step {step}: heads >= {threshold:g} in layers {strong or 'none'}; growth copies "
         f"initial layers {copied} (best there "
