@@ -70,18 +70,23 @@ def default_suite(info) -> str:
 
 
 def trained_on_round4(folder) -> bool:
-    """Whether the model folder's ``card.json`` records a data phase with a round-4 kind."""
+    """Whether the model folder's ``card.json`` records a data phase with a round-4 kind; a
+    checkpoint (``<run>/checkpoints/step-N``, whose card keeps no config) reads its run's
+    ``train_config.json``."""
     import json
 
     from induction.zoo.corpus import R4_KINDS
 
-    card = Path(folder) / "card.json" if folder else None
-    if card is None or not card.is_file():
+    if not folder:
         return False
+    folder = Path(folder)
     try:
-        phases = json.loads(card.read_text()).get("config", {}).get("phases") or []
+        config = json.loads((folder / "card.json").read_text()).get("config")
+        if config is None and (folder.parent.parent / "train_config.json").is_file():
+            config = json.loads((folder.parent.parent / "train_config.json").read_text())
+        phases = (config or {}).get("phases") or []
         return any(set(R4_KINDS) & set(p.get("mix", {})) for p in phases)
-    except (ValueError, AttributeError, TypeError):
+    except (OSError, ValueError, AttributeError, TypeError):
         return False
 
 

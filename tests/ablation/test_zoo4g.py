@@ -106,3 +106,11 @@ def test_ablate_picks_zoo4g_from_the_card(tmp_path):
     assert default_suite(info("pilot", preset_config("dense8r").phases)) == "zoo4g"
     assert default_suite(info("grown8c-s0", preset_config("grown8c").phases)) == "zootrain"
     assert default_suite(SimpleNamespace(zoo_vocabulary=True, name="x", path=None)) == "zoo19"
+    # a checkpoint's card keeps no config: its run's train_config.json says
+    run = tmp_path / "run"
+    (run / "checkpoints" / "step-900").mkdir(parents=True)
+    (run / "checkpoints" / "step-900" / "card.json").write_text('{"step": 900}')
+    cfg = {"phases": preset_config("grown8rt").phases}
+    (run / "train_config.json").write_text(json.dumps(cfg))
+    ckpt = SimpleNamespace(zoo_vocabulary=True, name="c", path=str(run / "checkpoints/step-900"))
+    assert default_suite(ckpt) == "zoo4g"

@@ -493,3 +493,14 @@ def test_round4_top_growth_keeps_per_head_scores_per_checkpoint(tmp_path):
     assert all(len(row) == 8 for c in kept for row in c["head_scores"])
     gate = copied_head_before_growth(card, log, 0.4)
     assert gate.passed is not None and "step 9" in gate.detail
+    # item 6: every copied head followed from its copy to the end, and classified
+    from induction.dynamics.copies import classify, copies_table
+
+    table = copies_table(out)
+    assert sorted(table["copy"].unique()) == ["e0:L3", "e1:L4", "e2:L5", "e3:L6"]
+    final = table[table["stage"] == 4]
+    assert sorted(final["layer"].unique()) == [4, 5, 6, 7] and table["step"].max() == 30
+    assert table.groupby("copy")["step"].min().tolist() == [9, 14, 18, 22]
+    classes = classify(table)
+    assert len(classes) == 32 and set(classes["class"]) <= {
+        "keeps its role", "loses it", "specialises", "gains a role", "stays none"}  # fmt: skip
