@@ -172,6 +172,17 @@ def _report(card: dict, out: Path) -> None:
         f"{score}, FLOPs {card['train_flops']:.3g} "
         f"({card['flops_vs_dense']}x dense) -> {out}"
     )
+    from lineage.log import LOG_FILE, DuplicationLog
+
+    if card.get("growth_steps") and (out / LOG_FILE).is_file():
+        # R4-gate (docs/replication.md): were the heads where growth copies? m reachable
+        from ablation.gates import copied_head_before_growth
+        from induction.score_names import INDUCTION_THRESHOLD
+
+        gate = copied_head_before_growth(card, DuplicationLog.load(out / LOG_FILE),
+                                         INDUCTION_THRESHOLD)  # fmt: skip
+        word = {True: "PASS", False: "FAIL", None: "n/a"}[gate.passed]
+        Console().print(f"gate {gate.name}: {word}: {gate.detail}")
 
 
 def _resume(family: str | None, out: Path, device: str | None = None) -> None:

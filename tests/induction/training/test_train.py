@@ -322,6 +322,10 @@ def test_cli_trains_and_resumes_a_fixed_preset(tmp_path):
     result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
     assert result.exit_code == 0, result.output
     assert "grown at steps [1]" in result.output
+    # R4-gate: where the heads sat before growth against the layers growth copies (lidas8
+    # copies initial layers 0-3; a 3-step model has no head >= 0.4)
+    assert "gate copied head before growth: FAIL" in result.output
+    assert "copies initial layers [0, 1, 2, 3]" in " ".join(result.output.split())
     card = json.loads((out / "card.json").read_text())
     assert card["steps"] == 3 and card["effective_depth"] == 8
     result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
