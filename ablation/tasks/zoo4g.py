@@ -44,8 +44,9 @@ STOP = tuple(V.SYMBOLS)
 
 def _spec(name, group, fmt, shots, max_new=2, metric="em", positive_control=False,
           source=None) -> TaskSpec:  # fmt: skip
+    maker = "var_depth" if name.startswith("var_depth") else name
     return TaskSpec(name=name, suite=SUITE, group=group, metric=metric,
-                    source=source or f"generator:induction.zoo.problems.{name}",
+                    source=source or f"generator:induction.zoo.problems.{maker}",
                     prompt_format=fmt, shots=shots, n_items=64, max_new_tokens=max_new,
                     stop=STOP, positive_control=positive_control)  # fmt: skip
 
