@@ -200,7 +200,7 @@ def model_gates(
 ) -> list[ModelGate]:
     """The model-level gates: induction heads now, and (grown models, from the training
     card's history) before the first growth; with the model's duplication ``log``
-    (:class:`lineage.log.DuplicationLog`), also :func:`copied_head_before_growth`."""
+    (:class:`lineage.log.DuplicationLog` or its JSON), also :func:`copied_head_before_growth`."""
     gates = [
         ModelGate(
             "induction heads",
@@ -243,14 +243,36 @@ def pre_growth_head_scores(card: dict | None) -> tuple[int, list[list[float]]] |
     return int(last["step"]), last["head_scores"]
 
 
+def _events(log) -> list[tuple[tuple[int, int] | None, list]]:
+    """``(source span, layer map)`` of each growth event of a duplication log, given as a
+    :class:`lineage.log.DuplicationLog` or its JSON (``duplication_log.json``, read as is: this
+    layer sits beside :mod:`lineage` and does not import it)."""
+    events = log.events if hasattr(log, "events") else log.get("events", [])
+    out = []
+    for e in events:
+        source = e.source if hasattr(e, "source") else e.get("source")
+        layer_map = e.layer_map if hasattr(e, "layer_map") else e.get("layer_map", [])
+        out.append((tuple(source) if source is not None else None, layer_map))
+    return out
+
+
+def _ancestors(events, layer: int, stage: int) -> set[int]:
+    """Initial-network ancestors of ``layer`` at ``stage`` (after ``stage`` events)."""
+    here = {layer}
+    for _, layer_map in reversed(events[:stage]):
+        here = {int(parent) for child in here for parent, _ in layer_map[child]}
+    return here
+
+
 def copied_initial_layers(log) -> list[int]:
     """Initial layers that some growth event of ``log`` copies (the initial ancestors of each
     event's source span at its stage); [] for events without a span."""
+    events = _events(log)
     out: set[int] = set()
-    for stage, event in enumerate(log.events):
-        if event.source is not None:
-            for layer in range(*event.source):
-                out |= set(log.ancestors(layer, stage=stage))
+    for stage, (source, _) in enumerate(events):
+        if source is not None:
+            for layer in range(*source):
+                out |= _ancestors(events, layer, stage)
     return sorted(out)
 
 
@@ -259,7 +281,10 @@ def fewest_ancestors(log, head_layers: list[int], n_claim: int = 10) -> int:
     the heads formed before growth sit in the initial layers ``head_layers``: an ancestor head
     has at most one copy per descendant layer, so the best case is ``ceil(n_claim / c)`` with
     ``c`` the most descendants any of those layers has (``n_claim`` when none was copied)."""
-    copies = [sum(1 for a in log.ancestor_map() if layer in a) for layer in head_layers]
+    events = _events(log)
+    depth = len(events[-1][1]) if events else 0
+    finals = [_ancestors(events, i, len(events)) for i in range(depth)]
+    copies = [sum(1 for a in finals if layer in a) for layer in head_layers]
     return math.ceil(n_claim / max(copies, default=1))
 
 

@@ -284,19 +284,31 @@ def run_inputs(model, cfg: AblationConfig, loaded=None, lm_eval_inputs=()) -> li
     return list(dict.fromkeys(Path(p).expanduser().absolute() for p in [*found, *lm_eval_inputs]))
 
 
+def _growth_log(loaded) -> dict | None:
+    """The model's ``duplication_log.json`` as JSON, None when absent or unreadable (the
+    copied-head gate then reads n/a; ``induction lineage`` validates logs)."""
+    import json
+
+    path = getattr(loaded, "duplication_log_path", None)
+    try:
+        data = json.loads(Path(path).read_text()) if path else None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _gates(loaded, tasks, run, plan):
     """Per-task gates of the run and the model's gates (docs/research.md)."""
     from ablation.gates import model_gates, task_gates
     from ablation.report import task_key
     from induction.score_names import INDUCTION_THRESHOLD
-    from lineage.log import duplication_log
 
     gates = task_gates(tasks, run.results, task_key)
     scores = plan.scores
     if scores is not None and "induction" in scores.columns:
         strongest = float(scores["induction"].max())
         card = loaded.card if isinstance(loaded.card, dict) else None
-        log = duplication_log(loaded) if card and card.get("growth_steps") else None
+        log = _growth_log(loaded) if card and card.get("growth_steps") else None
         return gates, model_gates(strongest, INDUCTION_THRESHOLD, card, log)
     return gates, []
 

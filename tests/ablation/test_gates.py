@@ -106,6 +106,8 @@ def test_copied_head_before_growth_needs_the_head_in_a_copied_layer():
     assert pre_growth_head_scores(card) == (300, scores)
     middle, top = _staged_log("midas"), _staged_log("top")
     assert copied_initial_layers(middle) == [1] and copied_initial_layers(top) == [3]
+    assert copied_initial_layers(top.to_json()) == [3]  # as ablate reads duplication_log.json
+    assert fewest_ancestors(top.to_json(), [3]) == 2
     assert fewest_ancestors(middle, [3]) == 10  # L3 has one descendant: one ancestor per head
     assert fewest_ancestors(top, [3]) == 2  # L3 ends with 5 copies: ceil(10 / 5)
     failed = copied_head_before_growth(card, middle, 0.4)
