@@ -23,7 +23,8 @@ def train_command(
     family: str = typer.Argument(
         None,
         help="dense, grown, looped or grown12 (4 -> 8 -> 12); fixed protocol (docs/zoo.md): "
-        "dense8, lidas8, looped8 (FLOP-matched), looped8p (parameter-matched)",
+        "dense8, lidas8, looped8 (FLOP-matched), looped8p (parameter-matched); round 4 "
+        "(zoo4g): dense8r, grown8r, grown8re, grown8rt, grown8rte, looped8r, looped8rp",
     ),
     seed: int = typer.Option(0, "--seed", help="Training seed (init, data, everything random)."),
     out: Path = typer.Option(
