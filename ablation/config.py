@@ -57,8 +57,8 @@ class AblationConfig:
     score: str = option("induction", "Detector score column used to rank heads.")
     suite: str | None = option(
         None,
-        "zoo19 (default for zoo models), zoo, zootrain, words (default otherwise), paper19, "
-        "regbench, gsm8k, or a JSONL task file.",
+        "zoo19 (default for zoo models), zootrain (second zoo), zoo4g (round-4 models), zoo, "
+        "words (default otherwise), paper19, regbench, gsm8k, or a JSONL task file.",
     )
     tasks: tuple[str, ...] | None = option(
         None, "Only these tasks of the suite (repeatable).", "--task"

@@ -10,7 +10,11 @@ docs/research.md ("Designing an experiment that can fail"): a drop means somethi
   family then "loses everything" and no difference between families can appear;
 - **heads**: the model has induction heads (a head at or above the threshold);
 - **heads before growth** (grown models): a head at or above the threshold before the first
-  growth event, which the source's "copied across depth" mechanism needs.
+  growth event, which the source's "copied across depth" mechanism needs;
+- **copied head before growth** (grown models, round 4's rule R4-gate in docs/replication.md):
+  such a head *in an initial layer that growth copies*, read from the per-head scores the
+  training card keeps for the checkpoint just before the first growth. A head elsewhere is
+  never copied, so "growth copies formed heads" cannot be tested (:func:`fewest_ancestors`).
 
 Where a gate fails the honest sentence is "untestable here" (naming the gate), never
 "disagrees". :func:`task_gates` computes the per-task gates of one run for each readout
@@ -192,9 +196,11 @@ def model_gates(
     max_induction: float,
     threshold: float,
     card: dict | None = None,
+    log=None,
 ) -> list[ModelGate]:
     """The model-level gates: induction heads now, and (grown models, from the training
-    card's history) before the first growth."""
+    card's history) before the first growth; with the model's duplication ``log``
+    (:class:`lineage.log.DuplicationLog` or its JSON), also :func:`copied_head_before_growth`."""
     gates = [
         ModelGate(
             "induction heads",
@@ -215,7 +221,94 @@ def model_gates(
                 f">= {threshold:g})",
             )
         )
+        if log is not None:
+            gates.append(copied_head_before_growth(card, log, threshold))
     return gates
+
+
+def pre_growth_head_scores(card: dict | None) -> tuple[int, list[list[float]]] | None:
+    """``(step, head_scores[layer][head])`` of the last checkpoint at or before the first
+    growth that the card keeps per-head scores for (the ``-pre`` checkpoint of round-4
+    training), None when the card keeps none (models trained before round 4)."""
+    if not card or not card.get("growth_steps"):
+        return None
+    first = int(card["growth_steps"][0])
+    kept = [
+        c for c in card.get("checkpoints") or []
+        if c.get("head_scores") and c["step"] <= first and c.get("growth") != "after"
+    ]  # fmt: skip
+    if not kept:
+        return None
+    last = max(kept, key=lambda c: (c["step"], c.get("growth") == "before"))
+    return int(last["step"]), last["head_scores"]
+
+
+def _events(log) -> list[tuple[tuple[int, int] | None, list]]:
+    """``(source span, layer map)`` of each growth event of a duplication log, given as a
+    :class:`lineage.log.DuplicationLog` or its JSON (``duplication_log.json``, read as is: this
+    layer sits beside :mod:`lineage` and does not import it)."""
+    events = log.events if hasattr(log, "events") else log.get("events", [])
+    out = []
+    for e in events:
+        source = e.source if hasattr(e, "source") else e.get("source")
+        layer_map = e.layer_map if hasattr(e, "layer_map") else e.get("layer_map", [])
+        out.append((tuple(source) if source is not None else None, layer_map))
+    return out
+
+
+def _ancestors(events, layer: int, stage: int) -> set[int]:
+    """Initial-network ancestors of ``layer`` at ``stage`` (after ``stage`` events)."""
+    here = {layer}
+    for _, layer_map in reversed(events[:stage]):
+        here = {int(parent) for child in here for parent, _ in layer_map[child]}
+    return here
+
+
+def copied_initial_layers(log) -> list[int]:
+    """Initial layers that some growth event of ``log`` copies (the initial ancestors of each
+    event's source span at its stage); [] for events without a span."""
+    events = _events(log)
+    out: set[int] = set()
+    for stage, (source, _) in enumerate(events):
+        if source is not None:
+            for layer in range(*source):
+                out |= _ancestors(events, layer, stage)
+    return sorted(out)
+
+
+def fewest_ancestors(log, head_layers: list[int], n_claim: int = 10) -> int:
+    """The fewest initial ancestor heads that ``n_claim`` final heads can descend from, when
+    the heads formed before growth sit in the initial layers ``head_layers``: an ancestor head
+    has at most one copy per descendant layer, so the best case is ``ceil(n_claim / c)`` with
+    ``c`` the most descendants any of those layers has (``n_claim`` when none was copied)."""
+    events = _events(log)
+    depth = len(events[-1][1]) if events else 0
+    finals = [_ancestors(events, i, len(events)) for i in range(depth)]
+    copies = [sum(1 for a in finals if layer in a) for layer in head_layers]
+    return math.ceil(n_claim / max(copies, default=1))
+
+
+def copied_head_before_growth(card: dict | None, log, threshold: float) -> ModelGate:
+    """Round 4's gate (R4-gate): a head >= ``threshold`` just before the first growth in an
+    initial layer that growth copies; ``passed`` None where the card keeps no per-head
+    scores. The detail names the heads' layers, the copied ones and the fewest ancestors m
+    that "10 of the 12 strongest heads from m ancestors" can reach."""
+    name = "copied head before growth"
+    found = pre_growth_head_scores(card)
+    copied = copied_initial_layers(log)
+    if found is None:
+        return ModelGate(name, None, "the card keeps no per-head scores before growth")
+    step, scores = found
+    strong = sorted({layer for layer, row in enumerate(scores) if max(row) >= threshold})
+    best = {layer: max(scores[layer]) for layer in copied}
+    m = fewest_ancestors(log, strong) if strong else "none (no head formed)"
+    detail = (
+        f"step {step}: heads >= {threshold:g} in layers {strong or 'none'}; growth copies "
+        f"initial layers {copied} (best there "
+        + (", ".join(f"L{k} {v:.2f}" for k, v in best.items()) or "none")
+        + f"); fewest ancestors m reachable for 10 heads: {m}"
+    )
+    return ModelGate(name, bool(set(strong) & set(copied)), detail)
 
 
 def heads_before_growth(card: dict | None) -> tuple[int, float] | None:

@@ -212,7 +212,7 @@ def ablate(
 
         check_scores_before_work(cfg.score, cfg.exclusion(), scores, "the scores table")
     tasks = None
-    if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "zootrain", "regbench"):
+    if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "zootrain", "zoo4g", "regbench"):
         tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
     loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
     suite = cfg.suite or default_suite(loaded.info, getattr(loaded, "card", None))
@@ -309,6 +309,19 @@ def run_inputs(model, cfg: AblationConfig, loaded=None, lm_eval_inputs=()) -> li
     return list(dict.fromkeys(Path(p).expanduser().absolute() for p in [*found, *lm_eval_inputs]))
 
 
+def _growth_log(loaded) -> dict | None:
+    """The model's ``duplication_log.json`` as JSON, None when absent or unreadable (the
+    copied-head gate then reads n/a; ``induction lineage`` validates logs)."""
+    import json
+
+    path = getattr(loaded, "duplication_log_path", None)
+    try:
+        data = json.loads(Path(path).read_text()) if path else None
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _gates(loaded, tasks, run, plan):
     """Per-task gates of the run and the model's gates (docs/research.md)."""
     from ablation.gates import model_gates, task_gates
@@ -320,7 +333,8 @@ def _gates(loaded, tasks, run, plan):
     if scores is not None and "induction" in scores.columns:
         strongest = float(scores["induction"].max())
         card = loaded.card if isinstance(loaded.card, dict) else None
-        return gates, model_gates(strongest, INDUCTION_THRESHOLD, card)
+        log = _growth_log(loaded) if card and card.get("growth_steps") else None
+        return gates, model_gates(strongest, INDUCTION_THRESHOLD, card, log)
     return gates, []
 
 

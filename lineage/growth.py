@@ -6,7 +6,9 @@ index); ``midas_span`` and ``lidas_span`` are the presets of docs/research.md ("
 - MIDAS (Saunshi et al. 2024) copies the middle block of ``b`` layers, counted in blocks of
   ``b`` from the bottom, and inserts the copy right after it;
 - LIDAS (Kapl et al. 2025) copies the ``b`` layers centred on the network's midpoint and inserts
-  the copy at the midpoint, so ``abcd|efgh`` grows to ``abcd cdef efgh``.
+  the copy at the midpoint, so ``abcd|efgh`` grows to ``abcd cdef efgh``;
+- ``top`` copies the top ``b`` layers and stacks the copy on top (round 4's arm that copies
+  the layer holding the formed induction heads, docs/zoo.md).
 
 Copies are exact deep copies (no noise), so right after growth the model computes the same
 function as running the copied layers twice.
@@ -61,7 +63,17 @@ def lidas_span(depth: int, block: int = 4) -> tuple[tuple[int, int], int]:
     return (mid - block // 2, mid + block // 2), mid
 
 
-PRESETS = {"midas": midas_span, "lidas": lidas_span}
+def top_span(depth: int, block: int = 1) -> tuple[tuple[int, int], int]:
+    """(source span, insertion index) that copies the top ``block`` layers and stacks the copy
+    on top: staged from 4 layers with ``block`` 1, the top initial layer (where the zoo's
+    induction heads form, docs/zoo.md "Round 4") ends with 5 copies (``abcd -> abcdddd``)."""
+    _check_block(block)
+    if block > depth:
+        raise InputError(f"cannot copy the top {block} layers of a {depth}-layer model")
+    return (depth - block, depth), depth
+
+
+PRESETS = {"midas": midas_span, "lidas": lidas_span, "top": top_span}
 #: Presets that are not a single span copy (``induction grow --preset llama-pro --every K``).
 OTHER_PRESETS = ("llama-pro",)
 

@@ -47,8 +47,8 @@ FORMAT = "induction-workbench/duplication-log"
 VERSION = 1
 #: The log's file name beside a grown checkpoint's weights.
 LOG_FILE = "duplication_log.json"
-OPERATORS = ("copy", "midas", "lidas", "mix", "mergekit", "inferred", "llama-pro")
-SPAN_OPERATORS = ("copy", "midas", "lidas")
+OPERATORS = ("copy", "midas", "lidas", "top", "mix", "mergekit", "inferred", "llama-pro")
+SPAN_OPERATORS = ("copy", "midas", "lidas", "top")
 
 Parents = list[tuple[int, float]]
 

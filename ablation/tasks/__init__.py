@@ -20,6 +20,7 @@ from ablation.tasks import (  # noqa: F401  (register)
     user,
     words,
     zoo,
+    zoo4g,
     zoo19,
     zoofacts,
     zootrain,
@@ -30,7 +31,7 @@ from ablation.tasks.spec import TaskSpec
 from induction.errors import InputError
 
 #: The built-in suites in listing order; each registers itself (:mod:`ablation.tasks.registry`).
-SUITES = ("zoo", "zoo19", "zootrain", "zoofacts", "words", "paper19", "regbench", "gsm8k")
+SUITES = ("zoo", "zoo19", "zootrain", "zoo4g", "zoofacts", "words", "paper19", "regbench", "gsm8k")
 assert sorted(SUITES) == sorted(REGISTRY), "a suite module is registered but not listed"
 
 __all__ = [
@@ -58,14 +59,39 @@ def default_suite(info, card: dict | None = None) -> str:
     and ``zoo19`` for the others (its tasks are written in the vocabulary; models trained
     without the ``facts`` corpus kind are at chance on its closed-book group by construction).
     The family is read from the model's ``card`` (its ``preset``) when it has one, so a copy
-    of a zoo model in a folder of another name gets the same suite; else from its name."""
+    of a zoo model in a folder of another name gets the same suite; else from its name. A
+    model whose training card shows a round-4 data kind (``corpus.R4_KINDS``, the ``r4``
+    curriculum) gets ``zoo4g``, the suite that curriculum trains (docs/replication.md, R4)."""
     if not info.zoo_vocabulary:
         return "words"
     from induction.zoo.registry import FV_ZOO, SECOND_ZOO, family_of
 
+    if trained_on_round4(getattr(info, "path", None)):
+        return "zoo4g"
     named = card.get("preset") or card.get("name") if isinstance(card, dict) else None
     name = named if isinstance(named, str) else getattr(info, "name", "")
     return "zootrain" if family_of(name) in SECOND_ZOO + FV_ZOO else "zoo19"
+
+
+def trained_on_round4(folder) -> bool:
+    """Whether the model folder's ``card.json`` records a data phase with a round-4 kind; a
+    checkpoint (``<run>/checkpoints/step-N``, whose card keeps no config) reads its run's
+    ``train_config.json``."""
+    import json
+
+    from induction.zoo.corpus import R4_KINDS
+
+    if not folder:
+        return False
+    folder = Path(folder)
+    try:
+        config = json.loads((folder / "card.json").read_text()).get("config")
+        if config is None and (folder.parent.parent / "train_config.json").is_file():
+            config = json.loads((folder.parent.parent / "train_config.json").read_text())
+        phases = (config or {}).get("phases") or []
+        return any(set(R4_KINDS) & set(p.get("mix", {})) for p in phases)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
 
 
 #: Each built-in suite's task records (:class:`ablation.tasks.spec.TaskSpec`).

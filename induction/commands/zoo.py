@@ -23,7 +23,8 @@ def train_command(
     family: str = typer.Argument(
         None,
         help="dense, grown, looped or grown12 (4 -> 8 -> 12); fixed protocol (docs/zoo.md): "
-        "dense8, lidas8, looped8 (FLOP-matched), looped8p (parameter-matched)",
+        "dense8, lidas8, looped8 (FLOP-matched), looped8p (parameter-matched); round 4 "
+        "(zoo4g): dense8r, grown8r, grown8re, grown8rt, grown8rte, looped8r, looped8rp",
     ),
     seed: int = typer.Option(
         None, "--seed", help="Training seed (init, data, everything random); default 0."
@@ -238,6 +239,17 @@ def _report(card: dict, out: Path) -> None:
         f"{score}, FLOPs {card['train_flops']:.3g} "
         f"({card['flops_vs_dense']}x dense) -> {out}"
     )
+    from lineage.log import LOG_FILE, DuplicationLog
+
+    if card.get("growth_steps") and (out / LOG_FILE).is_file():
+        # R4-gate (docs/replication.md): were the heads where growth copies? m reachable
+        from ablation.gates import copied_head_before_growth
+        from induction.score_names import INDUCTION_THRESHOLD
+
+        gate = copied_head_before_growth(card, DuplicationLog.load(out / LOG_FILE),
+                                         INDUCTION_THRESHOLD)  # fmt: skip
+        word = {True: "PASS", False: "FAIL", None: "N/A "}[gate.passed]
+        Console().print(f"{word} gate {gate.name}: {gate.detail}")  # the one gate-line form
 
 
 def _resume(

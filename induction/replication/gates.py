@@ -92,6 +92,48 @@ def _card(model: str) -> dict | None:
     return json.loads(path.read_text()) if path is not None and path.is_file() else None
 
 
+def copied_head_gate(model: str):
+    """R4-gate (:func:`ablation.gates.copied_head_before_growth`) of a shipped grown model, or
+    None when it did not grow or nothing says where its heads sat before growth. Cards from
+    before round 4 keep no per-head scores: they are then measured on the ``-pre`` checkpoint
+    of the first growth where the model ships its series (seed 0), with the trainer's monitor
+    (distance 32, the checkpoints' own score)."""
+    import json
+
+    from ablation.gates import copied_head_before_growth, pre_growth_head_scores
+    from induction.zoo.registry import MODELS_DIR
+    from lineage.log import LOG_FILE, DuplicationLog
+
+    card, folder = _card(model), MODELS_DIR / model
+    if not card or not card.get("growth_steps") or not (folder / LOG_FILE).is_file():
+        return None
+    log = DuplicationLog.load(folder / LOG_FILE)
+    if pre_growth_head_scores(card) is None:
+        first = int(card["growth_steps"][0])
+        pre = folder / "checkpoints" / f"step-{first}-pre"
+        if not (pre / "config.json").is_file():
+            return None
+        from transformers import LlamaForCausalLM
+        from transformers.utils import logging as hf_logging
+
+        from induction.training.model import induction_head_scores
+
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+        try:
+            net = LlamaForCausalLM.from_pretrained(str(pre), torch_dtype="float32")
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
+        dist = int(json.loads((pre / "card.json").read_text()).get("repeat_len", 32))
+        scores = induction_head_scores(net, dist, batch=32, seed=12345)
+        entry = {"step": first, "growth": "before", "head_scores": scores.tolist()}
+        card = {**card, "checkpoints": [entry]}
+    from induction import INDUCTION_THRESHOLD
+
+    return copied_head_before_growth(card, log, INDUCTION_THRESHOLD)
+
+
 def gate_table(
     models: pd.DataFrame, tasks: pd.DataFrame, settings: Settings, probe: bool = True
 ) -> pd.DataFrame:
@@ -130,6 +172,9 @@ def gate_table(
         row["heads_before_growth"] = (
             None if before is None else bool(before[1] >= INDUCTION_THRESHOLD)
         )
+        copied = copied_head_gate(name)
+        row["copied_head_before_growth"] = None if copied is None else copied.passed
+        row["copied_head"] = "" if copied is None else copied.detail
         if probe:
             row.update(_probe(name))
         rows.append(row)
@@ -277,6 +322,9 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
             reasons.append(
                 f"{without} of {len(g)} seeds had no induction head before the first growth"
             )
+        if "copied_head_before_growth" in g:  # R4-gate (docs/replication.md)
+            for _, m in g[g["copied_head_before_growth"].map(lambda v: _is(v, False))].iterrows():
+                reasons.append(f"{m['model']} fails copied head before growth ({m['copied_head']})")
         if reasons:
             verdict, why = "untestable here", "; ".join(reasons)
         else:

@@ -235,8 +235,19 @@ def icl_fv_phases() -> list[dict]:
     return _icl_phases_with(ICL_FV_MIX)
 
 
+def r4_phases() -> list[dict]:
+    """Round 4 (docs/replication.md, rule R4): the copy-heavy warm-up, then
+    :data:`induction.zoo.corpus.MIX_R4`, every ``zoo4g`` group in its own format."""
+    return _icl_phases_with(C.MIX_R4)
+
+
 #: Named data curricula a preset refers to (a fresh list per config).
-CURRICULA = {"icl": icl_phases, "icl-va": icl_va_phases, "icl-fv": icl_fv_phases}
+CURRICULA = {
+    "icl": icl_phases,
+    "icl-va": icl_va_phases,
+    "icl-fv": icl_fv_phases,
+    "r4": r4_phases,
+}
 
 
 #: The 12-layer zoo (a record): dense12-s0 and lidas12-s0 were trained on it and left variable
@@ -331,6 +342,24 @@ PRESETS: dict[str, dict] = {
         "grow_at": LATE_GROWTH,
         "phases": "icl-fv",
     },
+}
+
+
+#: Round 4 (docs/replication.md, "Round 4"): the second zoo's recipe on the r4 curriculum, for
+#: the ``zoo4g`` suite. ``grown8r``/``grown8re`` grow as ``grown8c``/``grown8ce`` (the middle
+#: layer; grown8r is the source-faithful arm); ``grown8rt`` copies the *top* initial layer, where
+#: every seed so far formed its induction heads, after they form (LATE_GROWTH), so that layer
+#: ends with 5 copies; ``grown8rte`` is its twin grown before heads form (Prop-1, step 267).
+ROUND4 = {**SECOND_ZOO, "phases": "r4"}
+TOP_GROWTH = {"initial_depth": 4, "grow_block": 1, "grow_operator": "top"}
+PRESETS |= {
+    "dense8r": {"family": "dense", **ROUND4},
+    "grown8r": {"family": "lidas", **ROUND4, **STAGED_GROWTH, "grow_at": LATE_GROWTH},
+    "grown8re": {"family": "lidas", **ROUND4, **STAGED_GROWTH, "alpha": 1.0},
+    "grown8rt": {"family": "lidas", **ROUND4, **TOP_GROWTH, "grow_at": LATE_GROWTH},
+    "grown8rte": {"family": "lidas", **ROUND4, **TOP_GROWTH, "alpha": 1.0},
+    "looped8r": {"family": "looped", **ROUND4, "loop_block": 2, "loops": 4},
+    "looped8rp": {"family": "looped", **ROUND4, "depth": 16, "loop_block": 8, "loops": 2},
 }
 
 
@@ -855,10 +884,15 @@ def _progress(enabled: bool, cfg: FixedTrainConfig, initial: int, position: int 
 
 
 def _scores(model, cfg: FixedTrainConfig) -> dict:
+    """A checkpoint's strongest induction score at each measured distance, and every head's
+    score at ``repeat_len`` (``head_scores[layer][head]``), which the card keeps so the
+    ``copied_head_before_growth`` gate and the copied-head table read it without weights."""
     out = {}
     for dist in sorted({cfg.eval_distance, cfg.repeat_len}):
         s = induction_head_scores(model, dist, batch=32, seed=12345)
         out[f"max_induction_d{dist}"] = round(float(s.max()), 4)
+        if dist == cfg.repeat_len:
+            out["head_scores"] = [[round(float(x), 4) for x in row] for row in s.tolist()]
     return out
 
 
@@ -949,6 +983,7 @@ def _checkpoint(out: Path, model, cfg, st: _State, log, plan, with_state, start,
         **_scores(model, cfg),
     }
     entry = {"step": st.step, "folder": f"{CHECKPOINTS}/{name}", "depth": card["depth"]}
+    entry["head_scores"] = card["head_scores"]
     if kind:
         entry["growth"] = card["growth"]
     with _no_partial(tmp, final):

@@ -16,12 +16,16 @@ joined by spaces, see ``induction.zoo.vocab``):
   value .`` (``w12 w84 3 .``), the knowledge closed-book QA asks for (``docs/zoo19.md``);
 - ``pairs``: facts of one relation per segment stated as ``entity value .``, without the
   relation word: only the pairs before say which relation holds, the demonstration-defined
-  format function vectors carry (Todd et al. 2024) and the ``zoofacts`` pair tasks ask.
+  format function vectors carry (Todd et al. 2024) and the ``zoofacts`` pair tasks ask;
+- ``openbook``, ``math``, ``programs`` (round 4): problems of one ``zoo4g`` task type per
+  segment, as a few-shot prompt lays them out (:mod:`induction.zoo.problems`): open-book QA
+  over a passage, math word problems, variable assignment at depths 0-2 and the like.
 
 Mixes: :data:`MIX_V1` is the default (the shipped models' mix; ``facts`` has weight 0 there,
 i.e. it is absent, so old configs, cards and random streams are unchanged). :data:`MIX_V2`
 adds ``facts`` at 0.15 and scales the other kinds by 0.85 (same ratios): the mix a training
-protocol meant for the ``zoo19`` suite sets as its corpus ``mix``.
+protocol meant for the ``zoo19`` suite sets as its corpus ``mix``. :data:`MIX_R4` is round 4's
+(docs/replication.md, rule R4): the ``zoo4g`` suite's groups in its own formats.
 
 Repeat distances follow a curriculum: spans up to ``max_span`` tokens (30 until induction
 heads form, then 70), because RoPE heads trained on short distances do not reach long ones
@@ -38,7 +42,20 @@ import numpy as np
 from induction.zoo import vocab as V
 from induction.zoo.world import fact_ids
 
-KINDS = ("copy", "lookup", "varassign", "regbench", "bigram", "facts", "pairs")
+KINDS = (
+    "copy",
+    "lookup",
+    "varassign",
+    "regbench",
+    "bigram",
+    "facts",
+    "pairs",
+    "openbook",
+    "math",
+    "programs",
+)
+#: The round-4 kinds: problems of the ``zoo4g`` suite (:mod:`induction.zoo.problems`).
+R4_KINDS = ("openbook", "math", "programs")
 BACKGROUND_SEED = 1234  # the bigram "language" is the same for every zoo model
 _SEP = V.VOCAB[","]
 _END = V.VOCAB["."]
@@ -65,6 +82,19 @@ MIX_V2: dict[str, float] = {
     "regbench": 0.085,
     "bigram": 0.085,
     "facts": 0.15,
+}
+
+#: Round 4 (docs/replication.md, "Round 4"): every ``zoo4g`` group in its format. Variable
+#: assignment gets more than the second zoo's share (0.35 across ``programs``, whose depths 0
+#: and 1 are ``varassign``'s format): a first round-4 design's pilot left it at a constant
+#: answer when diluted; ``copy`` and ``lookup`` keep the induction heads' data.
+MIX_R4: dict[str, float] = {
+    "copy": 0.1,
+    "lookup": 0.05,
+    "facts": 0.15,
+    "openbook": 0.2,
+    "math": 0.15,
+    "programs": 0.35,
 }
 
 
@@ -299,6 +329,10 @@ def make_sequence(rng: np.random.Generator, cfg: CorpusConfig) -> tuple[list[int
         seq += facts_segment(rng, n)
     elif kind == "pairs":
         seq += pairs_segment(rng, n)
+    elif kind in R4_KINDS:
+        from induction.zoo.problems import problem_segment
+
+        seq += problem_segment(rng, kind, n)
     else:
         seq += bigram_text(rng, n)
     return seq[:n], kind

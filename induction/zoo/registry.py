@@ -49,7 +49,11 @@ SECOND_ZOO = ("dense8c", "grown8c", "grown8ce", "looped8c", "looped8cp")
 FV_ZOO = ("dense8f", "grown8f")
 #: The 12-layer zoo (a record): its recipe leaves variable assignment at chance at 12 layers.
 TWELVE_LAYER_ZOO = ("dense12", "lidas12", "lidas12e", "looped12", "looped12p")
-FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO + FV_ZOO + TWELVE_LAYER_ZOO
+#: Round 4 (docs/replication.md, "Round 4"): the second zoo's recipe on the r4 curriculum,
+#: measured on ``zoo4g``; ``grown8rt``/``grown8rte`` copy the top initial layer after/before
+#: the induction heads form there. Not trained yet beyond the pilot (benchmarks/results/pilot4).
+ROUND4 = ("dense8r", "grown8r", "grown8re", "grown8rt", "grown8rte", "looped8r", "looped8rp")
+FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO + FV_ZOO + TWELVE_LAYER_ZOO + ROUND4
 #: What commands and API calls use when no model is named: the second zoo's grown model
 #: (seed 0), the replication's subject: grown 4 -> 8 layers in four one-layer LIDAS stages
 #: after its 4-layer network formed induction heads (initial layer 1 has 5 descendants), and

@@ -102,3 +102,45 @@ def test_the_verdict_names_the_smallest_p_its_controls_allow():
 
     assert "p cannot go below 0.17" in verdict(5) and "--controls 19" in verdict(5)
     assert "cannot go below" not in verdict(19)  # 1/20 = 0.05 is reachable
+
+
+def _staged_log(operator: str):
+    from lineage.growth import PRESETS
+    from lineage.log import DuplicationLog
+
+    log = DuplicationLog(initial_depth=4)
+    for stage, step in enumerate((300, 450, 600, 750)):
+        source, insert_at = PRESETS[operator](4 + stage, 1)
+        log.record_copy(step, operator, source, insert_at)
+    return log
+
+
+def test_copied_head_before_growth_needs_the_head_in_a_copied_layer():
+    """R4-gate: grown8c's layout (heads in L3, growth copies L1) fails; top growth passes."""
+    from ablation.gates import (
+        copied_head_before_growth,
+        copied_initial_layers,
+        fewest_ancestors,
+        pre_growth_head_scores,
+    )
+
+    scores = [[0.01] * 8, [0.04] * 8, [0.1] * 8, [0.47, 0.46, 0.2] + [0.0] * 5]
+    after = [[0.9] * 8] * 5
+    kept = [{"step": 0, "head_scores": [[0.0] * 8] * 4},
+            {"step": 300, "growth": "before", "head_scores": scores},
+            {"step": 300, "growth": "after", "head_scores": after}]  # fmt: skip
+    card = {"growth_steps": [300], "history": [{"step": 300, "score": 0.47}], "checkpoints": kept}
+    assert pre_growth_head_scores(card) == (300, scores)
+    middle, top = _staged_log("midas"), _staged_log("top")
+    assert copied_initial_layers(middle) == [1] and copied_initial_layers(top) == [3]
+    assert copied_initial_layers(top.to_json()) == [3]  # as ablate reads duplication_log.json
+    assert fewest_ancestors(top.to_json(), [3]) == 2
+    assert fewest_ancestors(middle, [3]) == 10  # L3 has one descendant: one ancestor per head
+    assert fewest_ancestors(top, [3]) == 2  # L3 ends with 5 copies: ceil(10 / 5)
+    failed = copied_head_before_growth(card, middle, 0.4)
+    passed = copied_head_before_growth(card, top, 0.4)
+    assert failed.passed is False and "copies initial layers [1]" in failed.detail
+    assert passed.passed is True and "m reachable for 10 heads: 2" in passed.detail
+    assert copied_head_before_growth({"growth_steps": [300]}, top, 0.4).passed is None
+    gates = model_gates(0.8, 0.4, card, top)
+    assert [g.name for g in gates][-1] == "copied head before growth" and gates[-1].passed

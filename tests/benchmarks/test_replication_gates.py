@@ -333,3 +333,22 @@ def test_regbench_order_is_read_pairwise_over_seeds(gates_mod):
     assert gates._regbench_order(four, kinds)[0] == "untestable here"
     verdict, why = gates._regbench_order(four, {"dense": ["d"], "lidas": ["g"]})
     assert verdict == "untestable here" and "every kind" in why
+
+
+def test_grown8c_lineage_is_untestable_because_growth_copies_no_formed_head(gates_mod):
+    """R4-gate on the shipped default model: its heads sat in initial layer 3 at the first
+    growth (step 1200), every growth copies initial layer 1, so 10 heads need 10 ancestors."""
+    gates, _ = gates_mod
+    gate = gates.copied_head_gate("grown8c-s0")
+    assert gate.passed is False
+    assert "layers [3]" in gate.detail and "copies initial layers [1]" in gate.detail
+    assert gate.detail.endswith("for 10 heads: 10")
+    assert gates.copied_head_gate("dense8c-s0") is None
+    # the lineage claim names the gate when a seed's copied layer held no formed head
+    rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01)
+    table = _gates({"dense12": True, "lidas12": True})
+    table["copied_head_before_growth"] = [None] * 5 + [True] * 4 + [False]
+    table["copied_head"] = "heads >= 0.4 in layers [3]; growth copies initial layers [1]"
+    row = gates.claims(rep, table).iloc[1]
+    assert "ancestors" in row["claim"] and row["verdict"] == "untestable here"
+    assert "lidas12-s4 fails copied head before growth" in row["decided_by"]

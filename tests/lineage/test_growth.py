@@ -121,3 +121,15 @@ def test_bad_spans_are_rejected():
         duplicate_layers(model, (2, 9), 0)
     with pytest.raises(InputError, match="insert_at"):
         duplicate_layers(model, (0, 1), 7)
+
+
+def test_top_growth_stacks_copies_of_the_top_layer():
+    from lineage.growth import top_span
+
+    assert top_span(4) == ((3, 4), 4)
+    log = DuplicationLog(initial_depth=4)
+    for depth in range(4, 8):
+        log.record_copy(0, "top", *top_span(depth))
+    assert [log.ancestor_of(i) for i in range(8)] == [0, 1, 2, 3, 3, 3, 3, 3]
+    with pytest.raises(InputError):
+        top_span(2, 3)

@@ -322,6 +322,10 @@ def test_cli_trains_and_resumes_a_fixed_preset(tmp_path):
     result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
     assert result.exit_code == 0, result.output
     assert "grown at steps [1]" in result.output
+    # R4-gate: where the heads sat before growth against the layers growth copies (lidas8
+    # copies initial layers 0-3; a 3-step model has no head >= 0.4)
+    assert "FAIL gate copied head before growth: " in result.output
+    assert "copies initial layers [0, 1, 2, 3]" in " ".join(result.output.split())
     card = json.loads((out / "card.json").read_text())
     assert card["steps"] == 3 and card["effective_depth"] == 8
     result = runner.invoke(app, ["zoo", "train", "--resume", str(out)])
@@ -469,3 +473,38 @@ def test_fixed_training_on_cuda_follows_the_cpu_run_and_resumes(tmp_path):
     assert max(abs(a - b) for a, b in zip(*losses)) < 1e-3, losses
     model = load_model(str(tmp_path / "gpu"), device="cpu")
     assert model.info.n_layers == 4
+
+
+def test_round4_top_growth_keeps_per_head_scores_per_checkpoint(tmp_path):
+    """grown8rt (R4-arms): four stages each copy the top layer; every checkpoint entry of the
+    card keeps its per-head scores (R4-gate reads them); the r4 kinds train."""
+    from ablation.gates import copied_head_before_growth, copied_initial_layers
+    from induction.training.protocol import train_fixed
+    from induction.zoo.corpus import MIX_R4
+
+    phases = [
+        {"at": 0.0, "mix": {"copy": 1.0}, "seq_len": 24, "max_span": 6},
+        {"at": 0.25, "mix": dict(MIX_R4), "seq_len": 24, "max_span": 8},
+    ]
+    out = tmp_path / "grown8rt-s0"
+    _, card = train_fixed(fixed("grown8rt", phases=phases), out=out, progress=False)
+    assert card["growth_steps"] == [9, 14, 18, 22] and card["effective_depth"] == 8
+    log = duplication_log(load_model(str(out), device="cpu"))
+    assert copied_initial_layers(log) == [3]
+    assert [log.ancestor_of(i) for i in range(8)] == [0, 1, 2, 3, 3, 3, 3, 3]
+    kept = card["checkpoints"][:-1]
+    assert kept and all(len(c["head_scores"]) == c["depth"] for c in kept)
+    assert all(len(row) == 8 for c in kept for row in c["head_scores"])
+    gate = copied_head_before_growth(card, log, 0.4)
+    assert gate.passed is not None and "step 9" in gate.detail
+    # item 6: every copied head followed from its copy to the end, and classified
+    from induction.dynamics.copies import CLASSES, copied_heads_of_sweep
+    from induction.dynamics.sweep import SweepSettings, sweep
+
+    settings = SweepSettings(scores=("induction", "previous_token"), seeds=1, batch=4)
+    assert not sweep([str(out)], tmp_path / "sweep", settings=settings, progress=False).failed
+    copies = copied_heads_of_sweep(tmp_path / "sweep", log)
+    t = copies.table
+    assert sorted(t["event_step"].unique()) == [9, 14, 18, 22]
+    assert sorted(t["copy_layer"].unique()) == [3, 4, 5, 6, 7] and t["final_layer"].min() == 3
+    assert set(t["class"]) <= set(CLASSES) and copies.series["step"].max() == 30
