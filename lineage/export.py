@@ -320,7 +320,8 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
             "zeroline": False,
             "showgrid": False,
         },
-        yaxis={"title": {"text": "layer"}, "dtick": 1, "zeroline": False},
+        # layer 0 on top, as in the scan heatmap (plots.heatmap)
+        yaxis={"title": {"text": "layer"}, "dtick": 1, "zeroline": False, "autorange": "reversed"},
         template="plotly_white",
         width=width,
         height=height,

@@ -122,7 +122,8 @@ class Timeline:
             cols=1,
             shared_xaxes=True,
             subplot_titles=(
-                f"{self.score} score per head (final heads; before growth: their ancestor)",
+                f"{self.score} score per head (final heads"
+                + ("; before growth: their ancestor)" if self.growth else ")"),
                 *(["in-context loss: first copy vs repeated copy"] if has_loss else []),
             ),
         )

@@ -200,3 +200,13 @@ def test_html_figure_spreads_a_layers_heads_and_names_the_outline():
     scored = next(t for t in fig.data if t.name == "head (colour: induction)")
     assert scored.marker.showscale and scored.marker.colorbar.title.text == "induction"
     assert not any(t.name == "top head (red outline)" for t in figure(g).data)  # none: no entry
+
+
+def test_ancestry_figure_puts_layer_0_on_top_like_the_scan_heatmap():
+    from induction import plots
+    from lineage.export import figure
+
+    g, _ = scored_graph()
+    scores = pd.DataFrame({"layer": [0, 1], "head": [0, 0], "induction": [0.1, 0.9]})
+    assert figure(g).layout.yaxis.autorange == plots.heatmap(scores).layout.yaxis.autorange
+    assert figure(g).layout.yaxis.autorange == "reversed"

@@ -18,10 +18,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 KERNEL = "induction-notebook-test"
-# Zoo models every notebook needs (the first seed; 04 one seed per family in FAST): 01 and 03
-# the current zoo's grown8c (the default model), 02 the first zoo's families (grown12's two
-# growth stages), 05 zoo2's lidas8 (its checkpoint series).
-NEEDED = {"grown8c", "lidas8", "dense", "grown", "looped", "grown12"}
+# Zoo models every notebook needs (the first seed; 04 one seed per family in FAST): 01, 03 and
+# 05 the default model grown8c (05 with dense8c), 02 the second zoo's grown8c, grown8ce,
+# looped8c and dense8c, 04 the whole second zoo, 06 the FV pair's grown8f.
+NEEDED = {"grown8c", "grown8ce", "dense8c", "looped8c", "looped8cp", "grown8f"}
 
 
 def test_notebooks_exist():

@@ -40,6 +40,8 @@ def test_dense_timeline():
     assert f.loc[0, "formed_step"] == 5 and pd.isna(f.loc[1, "formed_step"])
     assert f.loc[0, "rank"] == 1 and tl.growth == [] and len(tl.loss) == 3
     assert "1 of 2 heads formed" in tl.sentence() and tl.figure().data
+    # a dense model has no growth: its panel title says nothing about ancestors
+    assert "ancestor" not in tl.figure().layout.annotations[0].text
 
 
 def test_a_model_level_score_and_two_sweep_settings_are_refused_in_one_line():
@@ -96,6 +98,7 @@ def test_grown_timeline_follows_ancestors_across_growth():
     assert f.loc[1, "score_pre_growth"] == 0.5 and f.loc[1, "score_post_growth"] == 0.5
     assert pd.isna(f.loc[0, "formed_step"])
     assert "1 of the 1 formed heads descend" in tl.sentence()
+    assert "before growth: their ancestor" in tl.figure().layout.annotations[0].text
 
 
 def test_count_of_formed_heads_from_formed_ancestors_and_the_legend():
