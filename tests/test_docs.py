@@ -81,7 +81,17 @@ def test_sentences_about_the_default_model_name_the_registrys(page):
         if not DEFAULT_PHRASE.search(line):
             continue
         window = line + " " + (lines[i + 1] if i + 1 < len(lines) else "")
-        for name in ZOO_NAME.findall(window):
+        clauses = [c for c in re.split(r"(?<=[.;])\s+", window) if DEFAULT_PHRASE.search(c)]
+        for name in ZOO_NAME.findall(" ".join(clauses)):
             if registry.is_zoo_name(name) and registry.family_of(name) != registry.DEFAULT_MODEL:
                 wrong.append(f"{page.name}:{i + 1}: names {name!r} near '{line.strip()[:80]}'")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_default_model_check_can_fail(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text("The default model (`lidas8-s0`) is used. Pilot: `grown8rt-s0`.\n")
+    with pytest.raises(AssertionError, match="lidas8-s0"):
+        test_sentences_about_the_default_model_name_the_registrys(page)
+    page.write_text("The default model is `grown8c-s0`. Pilot 1: `grown8rt-s0`.\n")
+    test_sentences_about_the_default_model_name_the_registrys(page)
