@@ -543,4 +543,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from induction.commands.main import run_script
+
+    run_script(main)

@@ -215,4 +215,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from induction.commands.main import run_script
+
+    run_script(main)

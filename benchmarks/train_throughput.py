@@ -168,4 +168,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from induction.commands.main import run_script
+
+    run_script(main)

@@ -185,6 +185,9 @@ def _module_file(name: str) -> tuple[Path | None, bool]:
 
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.M)
 _IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w. \t,]+)", re.M)
+#: A provider named as an entry point, ``"package.module:function"`` (the score registry's):
+#: imported at first use, so it counts as an import here.
+_ENTRY_POINT = re.compile(r"""["']([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+):[A-Za-z_]\w*["']""")
 
 
 def _imports(name: str, roots: tuple[str, ...]) -> set[str]:
@@ -198,6 +201,7 @@ def _imports(name: str, roots: tuple[str, ...]) -> set[str]:
     named: set[str] = set()
     for m in _IMPORT.finditer(text):
         named |= {part.split()[0] for part in m.group(1).split(",") if part.strip()}
+    named |= {m.group(1) for m in _ENTRY_POINT.finditer(text)}
     for m in _FROM.finditer(text):
         mod, names = m.group(1), m.group(2).strip("() \t\n")
         level = len(mod) - len(mod.lstrip("."))
