@@ -12,14 +12,14 @@ summary, graph, and :func:`write_outputs`. Rendering lives in :mod:`lineage.rend
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError, LineageError
 from induction.io import guards_inputs
 from induction.score_names import FV_SCORE, default_threshold, head_score_provider
-from induction.zoo.registry import DEFAULT_MODEL
 from lineage.log import DuplicationLog, duplication_log, folder_log
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def traced_model(model: Any, device="auto", dtype=None, trust_remote_code=False)
 # --------------------------------------------------------------------------- options
 
 
-@dataclass
+@dataclass(frozen=True)
 class TraceConfig:
     """Options of :func:`trace` (and ``induction lineage``).
 
@@ -456,19 +456,22 @@ def _phase(cfg: TraceConfig, label: str):
 
 
 def trace(
-    model: ModelLike = DEFAULT_MODEL, config: TraceConfig | None = None, **options
+    model: ModelLike, config: TraceConfig | Mapping[str, Any] | None = None, /, **overrides: Any
 ) -> TraceResult:
     """Trace the ``top`` heads of ``model`` back to their ancestors at ``stage``.
 
-    ``options`` are :class:`TraceConfig` fields (``scores``, ``top``, ``initial_scores``,
-    ``initial``, ``stage``, ``infer``, ``out``, ``export``, ...); with ``config`` they
-    override its values.
+    The one job signature (:mod:`induction.jobs`): ``model`` is any spec or a loaded model
+    (``induction lineage`` defaults to :data:`induction.zoo.registry.DEFAULT_MODEL`),
+    ``config`` a :class:`TraceConfig` or a dict of its fields, and ``overrides`` its fields
+    (``scores``, ``top``, ``initial_scores``, ``initial``, ``stage``, ``infer``, ``out``,
+    ``export``, ...), replacing the config's values; an unknown one is refused in one line.
     """
+    from induction.jobs import job_config
     from lineage.ancestry import head_ancestry
     from lineage.graph import lineage_graph
     from lineage.summary import summarize
 
-    cfg = replace(config, **options) if config is not None else TraceConfig(**options)
+    cfg = job_config(TraceConfig, config, overrides, "lineage")
     cfg.check()
     with _phase(cfg, f"loading {model}" if isinstance(model, str | os.PathLike) else "loading"):
         traced = traced_model(model, **cfg.load_options)

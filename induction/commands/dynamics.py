@@ -103,7 +103,7 @@ def sweep(
     if revs is None:  # a name whose folder ships a series: say how to sweep the series
         for hint in filter(None, map(series_hint, sources)):
             typer.echo(f"note: {hint}", err=True)
-    report = run_sweep(sources, out, revisions=revs, settings=settings, workers=workers, ray=ray)
+    report = run_sweep(sources, out, settings, revisions=revs, workers=workers, ray=ray)
     typer.echo(report.summary())
     if report.failed:
         typer.echo(f"failed ({len(report.failed)}):", err=True)
