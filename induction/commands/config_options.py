@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import typer
 
-from induction.config_fields import HELP, PARSE, flags_of, option_fields
+from induction.config_fields import CLI_DEFAULT, HELP, PARSE, flags_of, option_fields
 
 _SEQUENCES = (tuple, list, collections.abc.Sequence)
 
@@ -62,7 +62,8 @@ def config_parameters(config_cls: type) -> list[inspect.Parameter]:
     hints = typing.get_type_hints(config_cls)
     found = []
     for f in option_fields(config_cls):
-        default, kind = _default(f), cli_type(hints[f.name])
+        default = f.metadata[CLI_DEFAULT] if CLI_DEFAULT in f.metadata else _default(f)
+        kind = cli_type(hints[f.name])
         if f.metadata.get(PARSE) is not None:  # spelt as text on the command line
             default, kind = (None if default is None else str(default)), str
         option = typer.Option(*flags_of(f), help=f.metadata[HELP])
