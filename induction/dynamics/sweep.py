@@ -36,11 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from induction.config_fields import DEVICE_HELP, DTYPE_HELP, option
 from induction.dynamics import dataset as ds
 from induction.errors import InputError, WorkbenchError
 from induction.fingerprint import fingerprint, source_hash
 from induction.io import guards_inputs
-from induction.scan import ScanConfig
+from induction.score_names import ScanConfig
 from lineage.log import MAX_STEP
 
 if TYPE_CHECKING:
@@ -95,14 +96,23 @@ class SweepSettings:
 
     scan: ScanConfig = SWEEP_SCAN
     fv: bool = False
-    depth: bool = False
-    lineage: bool = False
-    ablate: bool = False
+    depth: bool = option(False, "Also the per-layer depth angles.", "--depth")
+    lineage: bool = option(False, "Also each head's primary ancestor (grown models).", "--lineage")
+    ablate: bool = option(False, "Also ablate the top 20% heads (default suite; slow).", "--ablate")
     ablate_frac: float = 0.2
     ablate_controls: int = 5
-    fv_corruption: str = "shuffled"
-    device: str = field(default="auto", compare=False)
-    dtype: str | None = field(default=None, compare=False)
+    fv_corruption: str = option(
+        "shuffled",
+        "With fv: shuffled (Todd et al.'s labels) or foreign (other tasks' answers; see "
+        "`induction fv --help`).",
+    )
+    # where models load: options of `induction sweep`, not compared, not hashed
+    device: str = field(
+        default="auto", compare=False, metadata=option("auto", DEVICE_HELP).metadata
+    )
+    dtype: str | None = field(
+        default=None, compare=False, metadata=option(None, DTYPE_HELP).metadata
+    )
     progress: bool = field(default=True, compare=False)
 
     def __init__(self, scan: ScanConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
@@ -134,7 +144,7 @@ class SweepSettings:
     def __post_init__(self) -> None:
         """Settings every model would refuse are refused once, before the dataset exists (the
         limits of one model, its context length, are checked per model)."""
-        from induction.prompts import MIN_SEQ_LEN, normalize_seeds
+        from induction.config_fields import normalize_seeds  # torch-free: the CLI builds one
         from induction.score_names import check_convention, check_sweep_scores
 
         check_sweep_scores(self.scores)
@@ -149,10 +159,11 @@ class SweepSettings:
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
         seq = self.scan.seq_len
-        if seq is not None and (
-            isinstance(seq, bool) or not isinstance(seq, int) or seq < MIN_SEQ_LEN
-        ):
-            raise InputError(f"--seq-len must be an integer >= {MIN_SEQ_LEN}, got {seq!r}")
+        if seq is not None:
+            from induction.prompts import MIN_SEQ_LEN
+
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq < MIN_SEQ_LEN:
+                raise InputError(f"--seq-len must be an integer >= {MIN_SEQ_LEN}, got {seq!r}")
         if not 0 < self.ablate_frac <= 1:
             raise InputError(f"--ablate-frac must be in (0, 1], got {self.ablate_frac}")
         from induction.circuits.config import CORRUPTIONS
