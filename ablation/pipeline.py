@@ -200,6 +200,8 @@ def ablate(
         )
     cfg = job_config(AblationConfig, config, overrides, "ablation")
     say = log or (lambda _msg: None)
+    if cfg.lm_eval is not None:
+        return _ablate_lm_eval(model, cfg, scores, log)
     if cfg.suite is not None and cfg.suite not in SUITES:
         suite_path = Path(cfg.suite)
         if not (cfg.suite.endswith(".jsonl") or suite_path.is_file()):
