@@ -103,6 +103,12 @@ class AblationConfig:
         1, "Repeat with this many prompt seeds (seed, seed+1, ...) and report the spread."
     )
     batch: int = option(32, "Prompts per forward pass.", "--batch", "--batch-size")
+    head_sets_per_pass: int | None = option(
+        None,
+        "Head sets (clean, target, controls) evaluated together in one batched forward, the "
+        "prompts repeated per set (default: as many as a quarter of the free memory holds; "
+        "1: one set per pass). Same numbers either way.",
+    )
     max_prompt_tokens: int | None = option(
         None,
         "Longest generated prompt (default: a zoo model's training length, else the context "
@@ -181,7 +187,7 @@ class AblationConfig:
                 raise InputError(f"{flag} must be an integer >= {low}, got {value!r}")
         if self.seed + self.prompt_seeds > 2**32:
             raise InputError(f"--seed {self.seed} is too large; use a seed below 2**32")
-        for name in ("shots", "n_items", "max_prompt_tokens"):
+        for name in ("shots", "n_items", "max_prompt_tokens", "head_sets_per_pass"):
             value = getattr(self, name)
             low = 0 if name == "shots" else 1
             if value is not None and (
@@ -268,6 +274,8 @@ class AblationConfig:
                 del d[name]
             else:
                 d[name] = str(d[name])  # "cuda:0", torch.float16: as text
+        if self.head_sets_per_pass is None:  # speed only: the keys stay as they were
+            del d["head_sets_per_pass"]
         return d
 
 

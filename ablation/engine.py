@@ -13,7 +13,11 @@ with or without a :class:`~ablation.hooks.HeadAblation`:
   readouts (:mod:`ablation.readout`) read the prefill's last-position logits and run only
   multi-token candidates further, on a copy of its KV cache;
 - distribution tasks (RegBench): one forward per batch (no decoding); the next-token
-  distribution at each scored position is restricted to the item's support.
+  distribution at each scored position is restricted to the item's support;
+- many head sets, one pass (:meth:`Engine.evaluate_sets`): ``K`` head sets (the target and
+  its controls, the clean run too) share each forward, the batch's prompts repeated once per
+  set and each row carrying its set's head mask (:class:`~ablation.hooks.HeadSetsAblation`);
+  ``K`` comes from free memory (:meth:`Engine.sets_per_pass`) or ``head_sets_per_pass``.
 
 Finished (task, head set) results are appended to a JSONL cache (:class:`ResultCache`), one
 sealed, flushed and fsynced line per result, so an interrupted run resumes where it stopped
@@ -35,7 +39,7 @@ import torch
 
 from ablation import metrics
 from ablation import readout as R
-from ablation.hooks import HeadAblation, HeadMeans, head_means
+from ablation.hooks import HeadAblation, HeadMeans, HeadSetsAblation, head_means
 from ablation.results import EvalResult
 from ablation.tasks.base import DistTask, GenTask, Task
 from induction.errors import InputError
@@ -71,8 +75,16 @@ class Engine:
         max_len: int | None = None,
         dist_budget: float = 2e8,
         readouts: bool = False,
+        head_sets_per_pass: int | None = None,
     ):
+        if head_sets_per_pass is not None and (
+            not isinstance(head_sets_per_pass, int) or head_sets_per_pass < 1
+        ):
+            raise InputError(
+                f"--head-sets-per-pass must be an integer >= 1, got {head_sets_per_pass!r}"
+            )
         self.bridge = bridge
+        self.head_sets_per_pass = head_sets_per_pass  # None: from free memory
         enable_kv_cache(bridge)
         self.hf = bridge.original_model
         self.tok = tokenizer if tokenizer is not None else bridge.tokenizer
@@ -183,15 +195,111 @@ class Engine:
         self, prep: Prepared, ablation: HeadAblation | None = None, on_batch=None
     ) -> EvalResult:
         """Scores of one task under ``ablation`` (None: clean), per item and averaged."""
+        return self._evaluate(prep, ablation, 1, on_batch)[0]
+
+    @torch.inference_mode()
+    def evaluate_sets(
+        self,
+        prep: Prepared,
+        ablations: Sequence[HeadAblation | None],
+        on_batch=None,
+        on_result=None,
+    ) -> list[EvalResult]:
+        """:meth:`evaluate` of each of ``ablations`` (None: clean), up to
+        :meth:`sets_per_pass` of them sharing each forward: the batch's prompts are repeated
+        once per set and each row block carries its set's head mask
+        (:class:`~ablation.hooks.HeadSetsAblation`), so every set gets the numbers it gets
+        alone (tested within 1e-5). The sets share one mode and one table of means.
+        ``on_result(i, result)`` is called as each pass's results are ready (the resume
+        cache); ``on_batch`` once per set and batch."""
+        k = self.sets_per_pass(prep, len(ablations))
+        results: list[EvalResult] = []
+        for start in range(0, len(ablations), k):
+            chunk = list(ablations[start : start + k])
+            if len(chunk) == 1:  # one set per pass: exactly evaluate's path
+                got = self._evaluate(prep, chunk[0], 1, on_batch)
+            else:
+                got = self._evaluate(prep, self._sets_ablation(chunk), len(chunk), on_batch)
+            for i, res in enumerate(got):
+                if on_result is not None:
+                    on_result(start + i, res)
+            results.extend(got)
+        return results
+
+    def _sets_ablation(self, chunk: Sequence[HeadAblation | None]) -> HeadSetsAblation:
+        given = [a for a in chunk if a is not None and a.heads]
+        kinds = {(a.mode, a.mean_over, id(a.means) if a.mode == "mean" else None) for a in given}
+        if len(kinds) > 1:
+            raise ValueError("head sets evaluated together share one mode and means")
+        first = given[0] if given else None
+        return HeadSetsAblation(
+            [a.heads if a is not None else [] for a in chunk],
+            int(self.bridge.cfg.n_heads),
+            mode=first.mode if first else "zero",
+            means=first.means if first else None,
+            mean_over=first.mean_over if first else "all",
+        )
+
+    def sets_per_pass(self, prep: Prepared, n_sets: int) -> int:
+        """How many head sets share a forward for ``prep``: ``head_sets_per_pass`` when
+        given, else as many as fit :data:`MEMORY_SHARE` of the free memory (the GPU's on
+        CUDA, the machine's available RAM on the CPU) by :meth:`bytes_per_set`; distribution
+        tasks also keep their logits within ``dist_budget``, and on the CPU a pass holds at
+        most :data:`CPU_PASS_TOKENS` prompt tokens and :data:`CPU_PASS_FLOPS` of prefill.
+        At least 1, at most ``n_sets``."""
+        if n_sets <= 1 or not prep.batches:
+            return 1
+        if self.head_sets_per_pass is not None:
+            return min(self.head_sets_per_pass, n_sets)
+        k = int(MEMORY_SHARE * free_bytes(self.device) // self.bytes_per_set(prep))
+        rows = max(len(idx) for idx, _, _ in prep.batches)
+        width = max(ids.shape[1] for _, ids, _ in prep.batches)
+        if not isinstance(prep.task, GenTask):
+            k = min(k, int(self.dist_budget // (rows * width * self._vocab())))
+        if self.device.type == "cpu":  # compute-bound: batching saves only per-pass overhead
+            flops = 2 * rows * width * sum(p.numel() for p in self.hf.parameters())
+            k = min(k, CPU_PASS_TOKENS // (rows * width), int(CPU_PASS_FLOPS // flops))
+        return max(1, min(n_sets, k))
+
+    def _vocab(self) -> int:
+        return max(len(self.tok), int(self.bridge.cfg.d_vocab))
+
+    def bytes_per_set(self, prep: Prepared) -> int:
+        """An upper estimate of the memory one more head set adds to a pass over ``prep``'s
+        largest batch: per row its KV cache, one layer's activations and attention scores,
+        the logits, and for the readouts the continuation rows' cache copies and logits."""
+        cfg, info = self.bridge.cfg, _shape(self.bridge)
+        elem = next(self.hf.parameters()).element_size()
+        rows = max(len(idx) for idx, _, _ in prep.batches)
+        width = max(ids.shape[1] for _, ids, _ in prep.batches)
+        vocab = self._vocab()
+        gen = isinstance(prep.task, GenTask)
+        t = width + (prep.task.max_new_tokens if gen else 0)
+        kv = 2 * int(cfg.n_layers) * info["kv_heads"] * info["d_head"] * t * elem
+        attn = 3 * int(cfg.n_heads) * t * t * 4  # scores, softmax, probabilities (float32)
+        act = 2 * t * (4 * info["d_model"] + 3 * info["d_mlp"]) * elem
+        logits = 2 * vocab * 4 * (1 if gen else t)
+        per_row = kv + attn + act + logits
+        if gen and prep.readout is not None:  # up to 4 continuation rows per prompt row
+            per_row += 4 * (kv + 2 * vocab * 4 * 4)
+        return max(1, rows * per_row)
+
+    def _evaluate(self, prep: Prepared, ablation, n_sets: int, on_batch) -> list[EvalResult]:
         t0 = time.perf_counter()
         hooks = ablation.fwd_hooks() if ablation is not None and ablation.heads else []
         with self.bridge.hooks(fwd_hooks=hooks):
             if isinstance(prep.task, GenTask):
-                out = self._eval_gen(prep, ablation, on_batch)
+                out = self._eval_gen(prep, ablation, n_sets, on_batch)
             else:
-                out = self._eval_dist(prep, ablation, on_batch)
+                out = self._eval_dist(prep, ablation, n_sets, on_batch)
         self.timer.total_s += time.perf_counter() - t0
         return out
+
+    def _rows_of_sets(self, ablation, n_sets: int, rows: int) -> None:
+        """Tell a :class:`HeadSetsAblation` that the batch is ``n_sets`` blocks of ``rows``."""
+        if isinstance(ablation, HeadSetsAblation):
+            sets = torch.arange(n_sets, device=self.device)
+            ablation.row_sets = sets.repeat_interleave(rows)
 
     def _forward(self, **kw):
         if self.device.type == "cuda":
@@ -204,22 +312,36 @@ class Engine:
         self.timer.forwards += 1
         return out
 
-    def _eval_gen(self, prep: Prepared, ablation, on_batch) -> EvalResult:
+    def _eval_gen(self, prep: Prepared, ablation, n_sets: int, on_batch) -> list[EvalResult]:
         task: GenTask = prep.task  # type: ignore[assignment]
         suspects = self._suspects(task.stop)
-        preds: list[str] = [""] * len(task.items)
-        cand_lp: dict[int, dict[int, float]] = {}
+        preds: list[list[str]] = [[""] * len(task.items) for _ in range(n_sets)]
+        cand_lp: list[dict[int, dict[int, float]]] = [{} for _ in range(n_sets)]
         for idx, ids, mask in prep.batches:
+            b = len(idx)
+            self._rows_of_sets(ablation, n_sets, b)
+            if n_sets > 1:  # set k reads rows k*b .. k*b + b - 1
+                ids, mask = ids.repeat(n_sets, 1), mask.repeat(n_sets, 1)
             on_prefill = None
             if prep.readout is not None:
-                on_prefill = self._readout_reader(prep.readout, idx, ablation, cand_lp)
+
+                def store(r, scores, idx=idx, b=b):
+                    cand_lp[r // b][idx[r % b]] = scores
+
+                rows = list(idx) * n_sets
+                on_prefill = self._readout_reader(prep.readout, rows, ablation, store, n_sets)
             gen = self.generate(
                 ids, mask, task.max_new_tokens, task.stop, suspects, ablation, on_prefill=on_prefill
             )
-            for row, i in enumerate(idx):
-                preds[i] = gen[row]
+            for r, text in enumerate(gen):
+                preds[r // b][idx[r % b]] = text
             if on_batch:
-                on_batch()
+                for _ in range(n_sets):
+                    on_batch()
+        return [self._gen_result(prep, preds[k], cand_lp[k]) for k in range(n_sets)]
+
+    def _gen_result(self, prep: Prepared, preds: list[str], cand_lp: dict) -> EvalResult:
+        task: GenTask = prep.task  # type: ignore[assignment]
         metric_names = [task.metric] + (["em"] if task.metric == "f1" else [])
         items = {}
         for name in metric_names:
@@ -230,15 +352,22 @@ class Engine:
         scores = {name: _mean(values) for name, values in items.items()}
         return EvalResult(scores=scores, items=items, predictions=preds)
 
-    def _readout_reader(self, rplan: R.ReadoutPlan, idx, ablation, cand_lp: dict):
-        """A prefill callback for :meth:`generate` that scores the batch's readouts (items
-        ``idx``) from the prompt's last-position logits and KV cache into ``cand_lp``."""
+    def _readout_reader(self, rplan: R.ReadoutPlan, items, ablation, store, n_sets: int = 1):
+        """A prefill callback for :meth:`generate` that scores the batch's readouts (batch row
+        ``r`` holds item ``items[r]``) from the prompt's last-position logits and KV cache,
+        handing each row's candidate log-probabilities to ``store(r, scores)``."""
 
         def read(last_logits, cache, ids, pos, mask):
+            row_sets = getattr(ablation, "row_sets", None)
+
             def continue_rows(source, prefix_ids, prefix_mask):
                 source = source.to(self.device)
+                if row_sets is not None:
+                    ablation.row_sets = row_sets[source]
                 width = prefix_ids.shape[1]
                 if int(pos[source, -1].max()) + 1 + width > self.max_len:
+                    if ablation is not None:  # right-padded full rows: positions 0..T-1
+                        ablation.positions = None
                     return self._rows_in_full(ids[source], mask[source], prefix_ids, prefix_mask)
                 step_pos = pos[source, -1:] + 1 + torch.arange(width, device=self.device)
                 if ablation is not None:
@@ -253,10 +382,14 @@ class Engine:
                 return out.logits
 
             first = torch.log_softmax(last_logits.float(), -1)
-            rows = 4 * self.batch_size
-            cand_lp.update(R.read_batch(rplan, idx, first, continue_rows, self.pad_id, rows))
+            rows = 4 * self.batch_size * n_sets
+            scored = R.read_rows(rplan, items, first, continue_rows, self.pad_id, rows)
+            for r, scores in enumerate(scored):
+                store(r, scores)
             if ablation is not None:
                 ablation.positions = None
+            if row_sets is not None:
+                ablation.row_sets = row_sets
 
         return read
 
@@ -369,28 +502,83 @@ class Engine:
             answers.append(text[:cut].strip())
         return answers
 
-    def _eval_dist(self, prep: Prepared, ablation, on_batch) -> EvalResult:
+    def _eval_dist(self, prep: Prepared, ablation, n_sets: int, on_batch) -> list[EvalResult]:
         task: DistTask = prep.task  # type: ignore[assignment]
-        tvds: list[float] = [0.0] * len(task.items)
-        accs: list[float] = [0.0] * len(task.items)
+        tvds = [[0.0] * len(task.items) for _ in range(n_sets)]
+        accs = [[0.0] * len(task.items) for _ in range(n_sets)]
         for idx, ids, mask in prep.batches:
+            b = len(idx)
+            self._rows_of_sets(ablation, n_sets, b)
             ids, mask = ids.to(self.device), mask.to(self.device)
+            if n_sets > 1:  # set k reads rows k*b .. k*b + b - 1
+                ids, mask = ids.repeat(n_sets, 1), mask.repeat(n_sets, 1)
             if ablation is not None:
                 ablation.positions = None  # right padding: positions are 0..T-1
             logits = self._forward(input_ids=ids, attention_mask=mask, use_cache=False).logits
-            for row, i in enumerate(idx):
+            for r in range(n_sets * b):
+                k, i = r // b, idx[r % b]
                 item = task.items[i]
                 limit = min(len(item.ids), self.max_len) - 1
                 keep = sum(1 for p in item.positions if p < limit)
                 pos = torch.tensor(item.positions[:keep], dtype=torch.long, device=self.device)
                 sup = torch.tensor(item.support, device=self.device)
-                q = torch.softmax(logits[row, pos][:, sup].float(), -1).cpu().numpy()
-                tvds[i], accs[i] = metrics.distribution_scores(q, item.valid[:keep], item.support)
+                q = torch.softmax(logits[r, pos][:, sup].float(), -1).cpu().numpy()
+                tvds[k][i], accs[k][i] = metrics.distribution_scores(
+                    q, item.valid[:keep], item.support
+                )
             if on_batch:
-                on_batch()
-        items = {"tvd": tvds, "acc": accs}
-        scores = {name: float(np.nanmean(values)) for name, values in items.items()}
-        return EvalResult(scores=scores, items=items)
+                for _ in range(n_sets):
+                    on_batch()
+        out = []
+        for k in range(n_sets):
+            items = {"tvd": tvds[k], "acc": accs[k]}
+            scores = {name: float(np.nanmean(values)) for name, values in items.items()}
+            out.append(EvalResult(scores=scores, items=items))
+        return out
+
+
+#: Share of the free memory that the head sets of one pass may fill (the rest is headroom
+#: for the allocator, the weights' temporaries and whatever else runs).
+MEMORY_SHARE = 0.25
+
+
+#: On the CPU a pass's prompt tokens (rows x width) stop at this many: beyond a few thousand
+#: tokens a forward is compute-bound there, so more sets per pass save no overhead and spill
+#: the attention scores out of cache (grown8c-s0: 3 sets of 32 prompts were at best ~1.1x,
+#: 6 and 12 slower than one per pass; docs/results.md, "Many head sets, one forward pass").
+CPU_PASS_TOKENS = 4096
+#: On the CPU a pass's prefill stops at this many FLOPs (2 x tokens x parameters): a model
+#: whose one set already costs more (SmolLM2: ~2e11 for 16 prompts of 52 tokens) gains nothing
+#: from more sets per pass (4 sets ran 0.85x as fast as one per pass, docs/results.md).
+CPU_PASS_FLOPS = 2e10
+
+
+def free_bytes(device: torch.device) -> int:
+    """Free memory for a pass: the GPU's free memory on CUDA, else the machine's available
+    RAM (``/proc/meminfo``'s MemAvailable, else free pages)."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30
+
+
+def _shape(bridge) -> dict[str, int]:
+    """Widths the memory estimate needs, from the bridge's config."""
+    cfg = bridge.cfg
+    n_heads = int(cfg.n_heads)
+    d_head = int(getattr(cfg, "d_head", 0) or cfg.d_model // n_heads)
+    kv = int(getattr(cfg, "n_key_value_heads", None) or n_heads)
+    d_mlp = int(getattr(cfg, "d_mlp", None) or 4 * cfg.d_model)
+    return {"d_head": d_head, "kv_heads": kv, "d_model": int(cfg.d_model), "d_mlp": d_mlp}
 
 
 def _mean(values) -> float:

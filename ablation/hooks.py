@@ -199,6 +199,72 @@ class HeadAblation:
         return [(hook_name(layer), self._hook(layer)) for layer in sorted(self.by_layer)]
 
 
+class HeadSetsAblation:
+    """``K`` head sets ablated in one batched forward, one set per block of rows (issue #42,
+    "many head sets, one forward pass"): the prompts are repeated once per set and row ``r``
+    carries set ``row_sets[r]``'s head mask, so each row sees exactly what
+    :class:`HeadAblation` of its own set does (the same values written into ``hook_z``; a set
+    may be empty: the clean run). As in :mod:`induction.circuits.patching`, the mask is
+    ``[rows, heads]`` per layer; here it selects, never blends, so zero and mean replacements
+    are bit-identical to one set per pass.
+
+    ``row_sets`` (a ``[rows]`` tensor of set indices) and ``positions`` are set by the caller
+    before each forward; every set shares ``mode``, ``means`` and ``mean_over``.
+    """
+
+    def __init__(
+        self,
+        sets: Sequence[Iterable[Head]],
+        n_heads: int,
+        mode: AblationMode = "zero",
+        means: HeadMeans | None = None,
+        mean_over: MeanOver = "all",
+    ):
+        self.sets = [HeadAblation(heads, mode, means, mean_over) for heads in sets]
+        self.mode, self.means, self.mean_over = mode, means, mean_over
+        self.heads = sorted({h for s in self.sets for h in s.heads})  # any head of any set
+        self.positions: Int[Tensor, "batch seq"] | None = None
+        self.row_sets: Int[Tensor, " batch"] | None = None
+        layers = sorted({layer for layer, _ in self.heads})
+        # per layer, which heads each set ablates: [sets, heads]
+        self.masks: dict[int, torch.Tensor] = {}
+        self._on_device: dict[tuple, torch.Tensor] = {}
+        for layer in layers:
+            mask = torch.zeros(len(self.sets), n_heads, dtype=torch.bool)
+            for k, s in enumerate(self.sets):
+                mask[k, s.by_layer.get(layer, [])] = True
+            self.masks[layer] = mask
+
+    def _hook(self, layer: int):
+        def fn(
+            z: Float[Tensor, "batch seq head d_head"], hook
+        ) -> Float[Tensor, "batch seq head d_head"]:
+            if self.row_sets is None or len(self.row_sets) != z.shape[0]:
+                raise RuntimeError("HeadSetsAblation.row_sets must name each row's head set")
+            masks = self._on_device.get((layer, z.device))
+            if masks is None:  # moved once per device: no copy on every forward
+                masks = self._on_device[(layer, z.device)] = self.masks[layer].to(z.device)
+            where = masks[self.row_sets.to(z.device)][:, None, :, None]  # [batch, 1, head, 1]
+            if self.mode == "zero":
+                return torch.where(where, torch.zeros((), dtype=z.dtype, device=z.device), z)
+            assert self.means is not None
+            overall = self.means.overall[layer].to(z.device, z.dtype)  # [head, d]
+            table = self.means.per_position.get(layer) if self.mean_over == "position" else None
+            if table is None:
+                return torch.where(where, overall, z)
+            pos = self.positions
+            if pos is None or pos.shape[1] != z.shape[1]:
+                pos = torch.arange(z.shape[1], device=z.device).expand(z.shape[0], -1)
+            padded = torch.cat([table.to(z.device, z.dtype), overall[None]], dim=0)
+            safe = pos.clamp(max=table.shape[0]).to(z.device)  # out of range -> overall row
+            return torch.where(where, padded[safe], z)
+
+        return fn
+
+    def fwd_hooks(self) -> list[tuple[str, object]]:
+        return [(hook_name(layer), self._hook(layer)) for layer in sorted(self.masks)]
+
+
 @contextmanager
 def ablate_heads(
     model,

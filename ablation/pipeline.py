@@ -229,7 +229,13 @@ def ablate(
     silent = silent_targets(loaded, plan, seed=cfg.seed)
     say(plan_line(loaded, cfg, plan, f"suite {suite}", tasks))
     cache = ResultCache(cache_path)
-    engine = Engine(loaded.bridge, loaded.tokenizer, batch_size=cfg.batch, readouts=cfg.readouts)
+    engine = Engine(
+        loaded.bridge,
+        loaded.tokenizer,
+        batch_size=cfg.batch,
+        readouts=cfg.readouts,
+        head_sets_per_pass=cfg.head_sets_per_pass,
+    )
     run = run_ablation(
         loaded,
         tasks,

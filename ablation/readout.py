@@ -151,10 +151,24 @@ def read_batch(
     last-position logits) and, for tokens after the first, ``continue_rows`` calls of at most
     ``max_rows`` rows each. A candidate that tokenises to nothing (an empty answer after a
     prompt ending in white space) has log-probability 0, the empty sum."""
+    rows = read_rows(rplan, items, first_logp, continue_rows, pad_id, max_rows)
+    return dict(zip(items, rows, strict=True))
+
+
+def read_rows(
+    rplan: ReadoutPlan,
+    items: Sequence[int],
+    first_logp: Float[Tensor, "batch vocab"],
+    continue_rows: ContinueRows,
+    pad_id: int,
+    max_rows: int = 128,
+) -> list[dict[int, float]]:
+    """:func:`read_batch` per batch row: row ``b``'s candidates' summed log-probabilities,
+    so an item may sit on several rows (one per head set, ``Engine.evaluate_sets``)."""
     first = first_logp.float().cpu()
-    out: dict[int, dict[int, float]] = {}
+    out: list[dict[int, float]] = []
     for b, i in enumerate(items):
-        out[i] = {j: float(first[b, c[0]]) if c else 0.0 for j, c in rplan.conts[i].items()}
+        out.append({j: float(first[b, c[0]]) if c else 0.0 for j, c in rplan.conts[i].items()})
     rows = [(b, r) for b, i in enumerate(items) for r in rplan.rows[i]]
     for start in range(0, len(rows), max_rows):
         chunk = rows[start : start + max_rows]
@@ -169,7 +183,7 @@ def read_batch(
         for k, (b, r) in enumerate(chunk):
             for j, tokens in r.scored:
                 steps = torch.arange(len(tokens) - 1)
-                out[items[b]][j] += float(logp[k, steps, list(tokens[1:])].sum())
+                out[b][j] += float(logp[k, steps, list(tokens[1:])].sum())
     return out
 
 

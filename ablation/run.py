@@ -460,25 +460,45 @@ def run_ablation(
     n_batches = sum(len(p.batches) for p, *_ in todo)
     bar = _progress(progress, n_batches)
     estimate = _Estimate(log, len(todo), n_batches, len(prepared), 1 + len(sets))
+    by_prep: dict[int, list] = {}
+    for entry in todo:
+        by_prep.setdefault(id(entry[0]), []).append(entry)
     with bar as (advance, describe_task):
-        for prep, label, hooked, key in todo:
-            describe_task(f"{prep.task.name} [{label}]")
-            ablation = None
-            if hooked:
-                means = (
-                    engine.means_for(prep, sorted({la for la, _ in hooked}), mean_over)
-                    if mode == "mean"
-                    else None
-                )
-                ablation = HeadAblation(hooked, mode, means, mean_over)
-            res = engine.evaluate(prep, ablation, on_batch=advance)
-            estimate.done(len(prep.batches))
-            res.heads = describe(hooked)
-            cache.put(key, res)
-            results[task_key(prep.task)][label] = res
+        for group in by_prep.values():
+            prep = group[0][0]
+            # every head set of a task in as few passes as memory allows (Engine.evaluate_sets)
+            k = engine.sets_per_pass(prep, len(group))
+            labels = [label for _, label, _, _ in group]
+            describe_task(f"{prep.task.name} [{_labels_text(labels, k)}]")
+            ablations = []
+            for _, _, hooked, _ in group:
+                ablation = None
+                if hooked:
+                    means = (
+                        engine.means_for(prep, sorted({la for la, _ in hooked}), mean_over)
+                        if mode == "mean"
+                        else None
+                    )
+                    ablation = HeadAblation(hooked, mode, means, mean_over)
+                ablations.append(ablation)
+
+            def finished(i, res, group=group, prep=prep):
+                _, label, hooked, key = group[i]
+                estimate.done(len(prep.batches))
+                res.heads = describe(hooked)
+                cache.put(key, res)
+                results[task_key(prep.task)][label] = res
+
+            engine.evaluate_sets(prep, ablations, on_batch=advance, on_result=finished)
     meta = run_meta(loaded, plan, mode, mean_over, engine.timer.total_s, engine.timer.forward_s)
     n_cached = sum(len(r.by_label) for r in results.values()) - len(todo)
     return RunResult(tasks=tasks, plan=plan, results=results, meta=meta, cached=n_cached)
+
+
+def _labels_text(labels: list[str], per_pass: int) -> str:
+    """``clean, target, ...`` for the progress line, with the head sets per pass."""
+    text = ", ".join(labels) if len(labels) <= 3 else f"{labels[0]} .. {labels[-1]}"
+    return f"{text}; {per_pass} per pass" if len(labels) > 1 else text
 
 
 def run_meta(loaded, plan: HeadPlan, mode, mean_over, total_s: float, forward_s: float) -> dict:

@@ -40,7 +40,8 @@ from ablation.hooks import HeadAblation, head_means
 from ablation.results import TARGET
 from induction.errors import InputError
 from induction.heads import Head
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
+from induction.specs import inputs_of
 from induction.target import model_device
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
 """Train the zoo's models into induction/zoo/models/: every seed of every family listed.
 
-    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0 1 2 3 4] [--families dense8 ...]
+    python benchmarks/build_zoo.py [--jobs 2] [--seeds 0-4] [--families dense8 ...]
+        [--device cuda] [--seeds-per-process 8]
 
 Default families: the second zoo (docs/zoo.md, "The second zoo"): ``dense8c``, ``grown8c``,
 ``grown8ce``, ``looped8c``, ``looped8cp``, with the seeds of :data:`SEEDS`. The first
@@ -20,6 +21,12 @@ its outputs), so a second build of the same model at once is refused, naming the
 pid. A folder the builder creates carries :data:`MARK` until its card is written; only such a
 folder is ever deleted or restarted. A folder of the same name that the builder did not make
 (no card, nothing to resume) is refused, never deleted.
+
+``--seeds-per-process S`` trains up to S seeds of one fixed-protocol family in one process as
+one batched model (:mod:`induction.training.multiseed`; same folders, each seed matching its
+single-seed twin up to float rounding). Default: 8 with ``--device cuda``, 1 on the CPU, where
+batching gains little and single-seed reruns stay bit-identical (docs/zoo.md, "Many seeds per
+process").
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from induction.errors import InputError, WorkbenchError  # noqa: E402
-from induction.io import claim_output  # noqa: E402
+from induction.io import claim_output, claim_outputs  # noqa: E402
+from induction.training.multiseed import default_seeds_per_process, parse_seeds  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
     PRESETS,
     TRAIN_CONFIG,
@@ -136,6 +144,70 @@ def _build(family: str, seed: int, out: Path, device: str | None) -> str:
     return f"{out.name}: trained"
 
 
+def build_seeds(family: str, seeds: list[int], dest: Path = MODELS, device: str | None = None
+                ) -> list[str]:  # fmt: skip
+    """Train (or resume, or skip) seeds of one fixed-protocol ``family`` in one process as one
+    batched model (:func:`induction.training.multiseed.train_seeds`); each seed's folder is
+    what :func:`build` would write, its card recording ``train_seeds_per_process``."""
+    outs, lines, todo = [dest / f"{family}-s{s}" for s in seeds], [], []
+    with claim_outputs(outs):  # every seed's folder, for the whole build (as build() does)
+        for seed, out in zip(seeds, outs, strict=True):
+            if (out / "card.json").exists():
+                lines.append(f"{out.name}: present")
+                continue
+            step = latest_checkpoint(out) if (out / TRAIN_CONFIG).is_file() else None
+            if step is None:
+                _claim_new(out)  # nothing resumable: start afresh (only in a folder of ours)
+            todo.append((seed, out, step))
+        if not todo:
+            return lines
+        cfgs = ", ".join(
+            "None"
+            if step is not None
+            else f"zoo_config({family!r}, {seed}, device={device or 'cpu'!r})"
+            for seed, _, step in todo
+        )
+        code = (
+            "from pathlib import Path; from induction.training.multiseed import train_seeds; "
+            "from induction.training.train import zoo_config; "
+            f"train_seeds([{cfgs}], [{', '.join(f'Path({str(o)!r})' for _, o, _ in todo)}], "
+            f"resume={[step is not None for *_, step in todo]!r}, progress=False, "
+            f"device={device!r})"
+        )
+        _run(code, dest.parent / f"build-{family}-s{todo[0][0]}-{len(todo)}.log")
+        for seed, out, step in todo:
+            done = f"{out.name}: " + ("trained" if step is None else f"resumed from step {step}")
+            done += f" ({len(todo)} seeds in one process)"
+            if seed != 0 and (out / "card.json").is_file() and _made_here(out):
+                shutil.rmtree(out / "checkpoints", ignore_errors=True)
+                done += " (checkpoints dropped: only seed 0 ships them)"
+            if (out / "card.json").is_file():
+                (out / MARK).unlink(missing_ok=True)  # finished: a model, no longer a build
+            lines.append(done)
+    return lines
+    cfgs = ", ".join(
+        "None"
+        if step is not None
+        else f"zoo_config({family!r}, {seed}, device={device or 'cpu'!r})"
+        for seed, _, step in todo
+    )
+    code = (
+        "from pathlib import Path; from induction.training.multiseed import train_seeds; "
+        "from induction.training.train import zoo_config; "
+        f"train_seeds([{cfgs}], [{', '.join(f'Path({str(o)!r})' for _, o, _ in todo)}], "
+        f"resume={[step is not None for *_, step in todo]!r}, progress=False, device={device!r})"
+    )
+    _run(code, dest.parent / f"build-{family}-s{todo[0][0]}-{len(todo)}.log")
+    for seed, out, step in todo:
+        done = f"{out.name}: " + ("trained" if step is None else f"resumed from step {step}")
+        done += f" ({len(todo)} seeds in one process)"
+        if seed != 0 and (out / "card.json").is_file():
+            shutil.rmtree(out / "checkpoints", ignore_errors=True)
+            done += " (checkpoints dropped: only seed 0 ships them)"
+        lines.append(done)
+    return lines
+
+
 def _run(code: str, log: Path) -> None:
     with open(log, "a") as fh:
         done = subprocess.run(
@@ -156,6 +228,8 @@ def check_args(args) -> None:
     unknown = [f for f in args.families if f not in known]
     if unknown:
         raise InputError(f"unknown zoo family {', '.join(unknown)}; use {', '.join(known)}")
+    if args.seeds is not None:  # "0-7", "0-3,8", "0 1 2": distinct seeds, or one line
+        args.seeds = parse_seeds(",".join(map(str, args.seeds)))
     if any(not 0 <= s < 2**32 for s in args.seeds or ()):
         raise InputError(f"--seeds must be in 0..{2**32 - 1}, got {args.seeds}")
     for folder in (args.dest, *args.dest.parents):
@@ -168,11 +242,15 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument(
         "--seeds",
-        type=int,
         nargs="+",
         default=None,
-        help="seeds (default: per family, SEEDS; 0-4 for families not there)",
+        help="seeds, a list or ranges: 0 1 2, 0-7, 0-3,8 (default: per family, SEEDS; 0-4 for "
+        "families not there)",
     )
+    ap.add_argument("--seeds-per-process", type=int, default=None,
+                    help="fixed-protocol seeds of one family batched as one model per process "
+                    "(default: 8 with --device cuda, else 1: bit-identical CPU reruns; "
+                    "docs/zoo.md, 'Many seeds per process')")  # fmt: skip
     ap.add_argument("--families", nargs="+", default=BUILD_ORDER,
                     help="zoo families (default: the second zoo, in the order seed 0 of each "
                     "first)")  # fmt: skip
@@ -191,6 +269,10 @@ def main() -> None:
             check_device(args.device)
         except InputError as e:
             ap.error(str(e))
+    per = args.seeds_per_process
+    per = default_seeds_per_process(args.device or "cpu") if per is None else per
+    if per < 1:
+        ap.error(f"--seeds-per-process must be >= 1, got {per}")
     args.dest.mkdir(parents=True, exist_ok=True)
     # seed-major: every family's seed 0 first, so a build cut short leaves whole seed sets
     top = max(SEEDS.get(f, 5) for f in args.families)
@@ -202,8 +284,30 @@ def main() -> None:
     ]
     with ThreadPoolExecutor(args.jobs) as pool:
         try:
-            for line in pool.map(lambda fs: build(*fs, dest=args.dest, device=args.device), todo):
-                print(line, flush=True)
+            if per == 1:
+                for line in pool.map(
+                    lambda fs: build(*fs, dest=args.dest, device=args.device), todo
+                ):
+                    print(line, flush=True)
+            else:  # each family's seeds in groups of ``per``; first-zoo families one by one
+                groups: list[tuple[str, list[int]]] = []
+                filling: dict[str, list[int]] = {}
+                for family, seed in todo:
+                    if family in PRESETS and len(filling.get(family, ())) in range(1, per):
+                        filling[family].append(seed)
+                    else:
+                        filling[family] = [seed]
+                        groups.append((family, filling[family]))
+
+                def work(group: tuple[str, list[int]]) -> list[str]:
+                    family, seeds = group
+                    if family not in PRESETS:
+                        return [build(family, seeds[0], dest=args.dest, device=args.device)]
+                    return build_seeds(family, seeds, dest=args.dest, device=args.device)
+
+                for lines in pool.map(work, groups):
+                    for line in lines:
+                        print(line, flush=True)
         except InputError as e:  # a folder not ours, or one another build holds
             print(f"error: {e}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None

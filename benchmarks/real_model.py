@@ -6,7 +6,8 @@ ablate`` runs it.
 
     python benchmarks/real_model.py [--model smollm2] [--fracs 0.05 0.1 0.2] [--controls 20]
         [--n-items 20] [--suites words paper19:var_math_depth0,...]
-        [--out-dir benchmarks/results/smollm2] [--readme docs/results.md] [--details docs/results.md]
+        [--out-dir benchmarks/results/smollm2] [--readme docs/results.md]
+        [--details docs/results.md]
 
 Each (suite, fraction) report is written as it lands (``<out-dir>/<suite>-frac<f>.json``,
 the ablation report with its meta) and reused while its key holds (every file of the model,
@@ -171,7 +172,7 @@ def measure(args, log=print) -> Measured:
     scores = compute_scores(loaded)  # the ranking `induction ablate` uses
     from induction.replication.store import code_hash
 
-    code = code_hash(("ablation", "induction.prompts", "induction.zoo.corpus"))
+    code = code_hash(("ablation.pipeline",))  # the ablation and every package it depends on
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     frames, verdicts = [], {}

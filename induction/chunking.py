@@ -17,13 +17,21 @@ from induction.prompts import RepeatedPrompts
 CPU_TOKENS_PER_PASS = 512
 
 
-def auto_chunk(cfg: Any, prompts: RepeatedPrompts, device: torch.device, logits: bool) -> int:
+def auto_chunk(
+    cfg: Any,
+    prompts: RepeatedPrompts,
+    device: torch.device,
+    logits: bool,
+    full_patterns: bool = True,
+) -> int:
     """Prompts per forward pass: on CPU about :data:`CPU_TOKENS_PER_PASS` tokens (the rows
     split evenly); on CUDA what fits half the free memory.
 
     Per prompt, eager attention holds scores, mask and pattern (``heads x L x L``, counted in
     float32), and a layer's activations (``L x (12 d_model + 3 d_mlp)``); logits add
-    ``2 x L x vocab`` (the logits and their log-softmax rows).
+    ``2 x L x vocab`` (the logits and their log-softmax rows). Without ``full_patterns``
+    (the query-chunked scan, :mod:`induction.query_chunks`) attention holds one query block
+    per pass, bounded apart, so only the activations count.
     """
     n_rows, L = int(prompts.tokens.shape[0]), prompts.layout.length
     if device.type != "cuda":
@@ -31,7 +39,8 @@ def auto_chunk(cfg: Any, prompts: RepeatedPrompts, device: torch.device, logits:
         return max(1, math.ceil(n_rows / passes))
     d_model = int(getattr(cfg, "d_model", 0) or 1024)
     d_mlp = int(getattr(cfg, "d_mlp", 0) or 4 * d_model)
-    per_row = 4 * (3 * int(cfg.n_heads) * L * L + L * (12 * d_model + 3 * d_mlp))
+    patterns = 3 * int(cfg.n_heads) * L * L if full_patterns else 0
+    per_row = 4 * (patterns + L * (12 * d_model + 3 * d_mlp))
     if logits:
         per_row += 4 * 2 * L * int(cfg.d_vocab)
     try:

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from induction.errors import InputError
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
+from induction.specs import inputs_of
 from induction.target import model_device, resolve_target
 
 if TYPE_CHECKING:

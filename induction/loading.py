@@ -22,15 +22,14 @@ import copy
 import math
 import os
 import re
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 import torch
 
 from induction.errors import ModelLoadError, WorkbenchError, one_line
 from induction.gguf import gguf_cache_key, gguf_cache_root, gguf_checkpoint  # noqa: F401
+from induction.hub import hub_offline_env, hub_reachable
 from induction.model_types import (  # noqa: F401  (re-exported: the loader's public names)
     DEFAULT_REPEAT_LEN,
     DUPLICATION_LOG,
@@ -53,7 +52,6 @@ from induction.specs import (  # noqa: F401  (PACKAGED_GGUF, packaged_gguf: re-e
 if TYPE_CHECKING:
     from induction.specs import ModelLike
 
-HUB_PROBE_TIMEOUT_S = 3.0
 
 _DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -691,21 +689,6 @@ def _load_gguf(path: Path, dev, dtype, device_map) -> LoadedModel:
 # --------------------------------------------------------------------------- hub
 
 
-def _hub_reachable() -> bool:
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    url = urlparse(endpoint)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=HUB_PROBE_TIMEOUT_S):
-            return True
-    except OSError:
-        return False
-
-
-def _hub_offline_env() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
-
-
 def hub_patterns(trust_remote_code: bool = False) -> list[str]:
     """The files of a hub repository the loader fetches."""
     patterns = ["*.json", "*.safetensors", "*.model", "*.txt"]
@@ -742,7 +725,7 @@ def _load_hub(
     at = f" revision {revision!r}" if revision is not None else ""
     folder = cached_hub_snapshot(name, revision, trust_remote_code)
     if folder is None:
-        if _hub_offline_env() or not _hub_reachable():
+        if hub_offline_env() or not hub_reachable():
             raise ModelLoadError(
                 f"{name!r}{at} is not a zoo model or local path, nor in the local hub cache, "
                 "and the Hugging Face hub is unreachable (offline); pass a local checkpoint "

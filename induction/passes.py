@@ -7,6 +7,7 @@ pass stops at the last scored layer's attention pattern (see :class:`induction.s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from induction.chunking import auto_chunk, check_chunk, row_slices
 from induction.loss import mean_nll
 from induction.progress import Progress
 from induction.prompts import RepeatedPrompts
+from induction.query_chunks import QueryChunkScores
 from induction.stripe import StripeHook, plan_pairs
 
 if TYPE_CHECKING:
@@ -41,20 +43,35 @@ def run_passes(
     chunk: int | None,
     want_loss: bool,
     bar: Progress | None = None,
+    mode: str = "eager",
 ) -> PassOutput:
-    """Scores ``attn_names`` at ``layers`` (and the loss when ``want_loss``) for every prompt."""
+    """Scores ``attn_names`` at ``layers`` (and the loss when ``want_loss``) for every prompt.
+
+    ``mode``: ``"eager"`` reads each layer's whole pattern (:mod:`induction.stripe`);
+    ``"chunked"`` scores blocks of queries inside attention and never holds a pattern
+    (:mod:`induction.query_chunks`); without attention scores the passes are eager.
+    """
     tokens = prompts.tokens
     n_rows = tokens.shape[0]
     chunk = check_chunk(chunk)
+    chunked = mode == "chunked" and bool(attn_names)
     if chunk is None:
-        chunk = auto_chunk(bridge.cfg, prompts, device, want_loss)
+        chunk = auto_chunk(bridge.cfg, prompts, device, want_loss, full_patterns=not chunked)
 
     stripe = None
     hooks: list = []
+    scorer = None
+    context: Any = nullcontext()
     if attn_names:
         plan = plan_pairs(prompts.layout, attn_names, convention)
-        stripe = StripeHook(plan, n_rows, len(layers), int(bridge.cfg.n_heads), device)
-        hooks = stripe.fwd_hooks(layers, stop_at_last=not want_loss)
+        n_heads = int(bridge.cfg.n_heads)
+        if chunked:
+            length = prompts.layout.length
+            scorer = QueryChunkScores(plan, length, n_rows, len(layers), n_heads, device)
+            context = scorer.attached(bridge, layers, stop_at_last=not want_loss)
+        else:
+            stripe = StripeHook(plan, n_rows, len(layers), n_heads, device)
+            hooks = stripe.fwd_hooks(layers, stop_at_last=not want_loss)
 
     loss_rows = torch.zeros(n_rows, 2, device=device) if want_loss else None
     first_pos, rep_pos = prompts.layout.repeat_targets()
@@ -62,10 +79,12 @@ def run_passes(
 
     slices = row_slices(n_rows, chunk)
     advance = bar.task(len(slices), f"forward passes over {n_rows} prompts") if bar else None
-    with torch.inference_mode(), bridge.hooks(fwd_hooks=hooks):
+    with torch.inference_mode(), bridge.hooks(fwd_hooks=hooks), context:
         for rows in slices:
             if stripe is not None:
                 stripe.rows = rows
+            if scorer is not None:
+                scorer.rows = rows
             x = tokens[rows].to(device, non_blocking=True)
             if loss_rows is not None:
                 logits = bridge(x, return_type="logits")
@@ -76,7 +95,14 @@ def run_passes(
                 bridge(x, return_type=None)
             if advance is not None:
                 advance()
+    attention = None
+    if stripe is not None:
+        attention = stripe.out.cpu()
+    elif scorer is not None:
+        if not bool(scorer.written.all()):
+            raise RuntimeError("the query-chunked scan did not reach every scored layer")
+        attention = scorer.out.cpu()
     return PassOutput(
-        attention=stripe.out.cpu() if stripe is not None else None,
+        attention=attention,
         loss=loss_rows.cpu() if loss_rows is not None else None,
     )

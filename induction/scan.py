@@ -55,12 +55,13 @@ import torch
 
 from induction.copying import copying_scores
 from induction.errors import InputError
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
 from induction.jobs import as_loaded, job_config
 from induction.loss import loss_summary
 from induction.passes import run_passes
 from induction.progress import progress as progress_reporter
 from induction.prompts import make_prompts
+from induction.query_chunks import choose_mode
 from induction.score_names import (
     ATTENTION_SCORES,
     DEFAULT_COPYING_TOKENS,
@@ -73,6 +74,7 @@ from induction.score_names import (
     check_rank_by,
     check_scores,
 )
+from induction.specs import inputs_of
 from induction.stats import Spread, spread
 from induction.target import check_layers, eos_token_id, place, resolve_target
 
@@ -283,13 +285,23 @@ def scan(
         eos_token_id=eos_token_id(bridge),
     )
     attn_names = tuple(n for n in names if n in ATTENTION_SCORES)
+    mode = choose_mode(cfg.patterns, bridge, prompts.layout.length)
 
     per_seed: dict[str, torch.Tensor] = {}  # score -> [n_seeds, n_layers_sel, n_heads]
     loss_per_seed = None
     with progress_reporter(cfg.progress) as bar:
         if attn_names or cfg.loss:
             out = run_passes(
-                bridge, prompts, attn_names, convention, layer_list, dev, cfg.chunk, cfg.loss, bar
+                bridge,
+                prompts,
+                attn_names,
+                convention,
+                layer_list,
+                dev,
+                cfg.chunk,
+                cfg.loss,
+                bar,
+                mode=mode,
             )
             n_seeds = len(prompts.seeds)
             if out.attention is not None:
@@ -353,6 +365,7 @@ def induction_scores(
     chunk: int | None = None,
     progress: bool = True,
     rank_by: str | None = None,
+    patterns: str = "auto",
 ) -> pd.DataFrame:
     """:func:`scan` as a tidy DataFrame: ``scan(model, ...).to_frame()``.
 
@@ -375,6 +388,7 @@ def induction_scores(
         chunk=chunk,
         progress=progress,
         rank_by=rank_by,
+        patterns=patterns,
     ).to_frame()
 
 

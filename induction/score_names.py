@@ -34,6 +34,9 @@ CONVENTIONS: tuple[Convention, ...] = get_args(Convention)
 #: Scores that ``convention="tl_mul"`` computes TransformerLens's way.
 TL_SCORES = ("induction", "duplicate_token", "previous_token")
 DEFAULT_SEEDS = (0, 1, 2)
+#: How the scan reads attention: ``eager`` holds each layer's whole pattern, ``chunked`` scores
+#: blocks of queries (:mod:`induction.query_chunks`), ``auto`` picks by prompt length.
+PATTERN_MODES = ("auto", "eager", "chunked")
 #: The function-vector score (:mod:`induction.circuits.fv`): a head's mean causal indirect
 #: effect on the answer's probability. Not a scan score: it needs pair tasks, not repeated
 #: tokens; lineage, sweeps and timelines follow it beside the scan's.
@@ -101,12 +104,23 @@ def check_sweep_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
     return (*scan, FV_SCORE) if fv else scan
 
 
-def _fv_provider(loaded: Any) -> Any:
-    """The ``fv`` score with :func:`induction.circuits.fv.fv_scores`' defaults; the unit is
-    imported when the score is first asked for, not to register it."""
-    from induction.circuits.fv import fv_table
+def _by_path(target: str) -> Callable[[Any], Any]:
+    """A provider named by ``"module:function"``, imported when the score is first asked for
+    (as an entry point): the registry stays on the ground floor and names a unit above it
+    without importing it (docs/design.md, floors)."""
 
-    return fv_table(loaded)
+    def provider(loaded: Any) -> Any:
+        import importlib
+
+        module, _, function = target.partition(":")
+        return getattr(importlib.import_module(module), function)(loaded)
+
+    provider.__qualname__ = provider.__name__ = f"provider of {target}"
+    return provider
+
+
+#: The ``fv`` score with :func:`induction.circuits.fv.fv_scores`' defaults.
+_fv_provider = _by_path("induction.circuits.fv:fv_table")
 
 
 #: Head scores beyond the detector's (:data:`SCORES`), by name: a function of the loaded model
@@ -164,6 +178,12 @@ class ScanConfig:
             forward pass.
         rank_by: the score the ``rank`` column follows; None: ``induction`` when computed,
             else the first requested score.
+        patterns: how attention is read: ``"eager"`` holds each layer's whole ``L x L``
+            pattern (hooks on ``hook_pattern``), ``"chunked"`` scores blocks of queries from
+            the model's own queries and keys and never holds one (memory grows with
+            ``batch x heads x L``; :mod:`induction.query_chunks`), ``"auto"`` picks chunked
+            from :data:`induction.query_chunks.AUTO_CHUNKED_FROM` tokens on when the model
+            supports it. Both give the same scores (within 1e-5).
     """
 
     seq_len: int | None = seq_len_option()
@@ -191,4 +211,9 @@ class ScanConfig:
         None,
         "Score the rank column, the table and the figures follow (one of --scores; default: "
         "induction, else the first score).",
+    )
+    patterns: str = option(
+        "auto",
+        "auto, eager (hold each layer's L x L pattern) or chunked (score blocks of queries, "
+        "memory linear in L); auto: chunked from 1024 tokens when supported.",
     )

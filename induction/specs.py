@@ -289,3 +289,22 @@ def model_inputs(spec: Any) -> list[Path]:
         except ImportError:
             return []
     return []
+
+
+def inputs_of(*sources: Any) -> tuple[Path, ...]:
+    """The files and folders a result computed from ``sources`` read, for its ``inputs``
+    (:func:`guards_inputs`): for a spec, what loading it reads
+    (:func:`induction.specs.model_inputs`); for a loaded model (or anything with ``info`` or
+    ``folder``), its folder or file; paths as given. Absolute, de-duplicated."""
+    found: list[Path] = []
+    for src in sources:
+        if src is None:
+            continue
+        if isinstance(src, Path):
+            found.append(src)
+            continue
+        found += model_inputs(src)
+        path = getattr(getattr(src, "info", None), "path", None) or getattr(src, "folder", None)
+        if isinstance(path, str | os.PathLike):
+            found.append(Path(path))
+    return tuple(dict.fromkeys(Path(p).expanduser().absolute() for p in found))

@@ -340,7 +340,7 @@ class TraceResult:
 
 def trace_inputs(traced: TracedModel, cfg: TraceConfig) -> tuple[Path, ...]:
     """What a trace reads: the model's folder, and the log and score tables it was given."""
-    from induction.io import inputs_of
+    from induction.specs import inputs_of
 
     paths = [Path(v) for v in (cfg.log, cfg.scores, cfg.initial_scores) if _is_path(v)]
     return inputs_of(traced, *paths)

@@ -193,37 +193,37 @@ ABLATE += ["--task", "fact_digit"]
             lambda p: _table(p, {"induction": _scores()}) and _float_layer(p),
             [],
             "not a head index",
-        ),  # fmt: skip
+        ),
         (
             "ab19-partial",
             lambda p: _first_rows(_table(p, {"induction": _scores()}), 5),
             [],
             "scores 5 of the model's 8 heads",
-        ),  # fmt: skip
+        ),
         (
             "ab42",
             lambda p: _table(p, {"fv": _scores(), "induction": [float("nan")] + _scores(7)}),
             ["--score", "fv", "--frac", "0.25", "--exclude", "induction:0.25"],
             "induction column holds NaN",
-        ),  # fmt: skip
+        ),
         (
             "ab43",
             lambda p: _table(p, {"fv": _scores(), "induction": [float("nan")]}),
             ["--score", "fv", "--frac", "0.25", "--exclude", "induction:0.25"],
             "induction column holds NaN",
-        ),  # fmt: skip
+        ),
         (
             "ab44",
             lambda p: _table(p, {"fv": _scores(), "induction": ["high"]}),
             ["--score", "fv", "--frac", "0.25", "--exclude", "induction:0.25"],
             "holds 'high', not a number",
-        ),  # fmt: skip
+        ),
         (
             "ab97",
             lambda p: _table(p, {"induction": _scores(), "fv": [float("nan")] + _scores(7)}),
             ["--frac", "0.25", "--exclude", "fv:0.25"],
             "fv column holds NaN",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_score_tables_are_validated_whole_before_any_work(
@@ -286,8 +286,9 @@ def test_ab03_ab51_ab52_fv_is_a_score_in_ablate_without_an_import(tmp_path, tiny
         ("ab51", ["--exclude", "fv:0.25", "--frac", "0.25"]),
         ("ab52", ["--score", "fv", "--exclude", "induction:0.25", "--frac", "0.25"]),
     ]:
-        result = _cli("ablate", str(model), *ABLATE, "--controls", "1", *extra,
-                      "--out", f"{cid}.json")  # fmt: skip
+        result = _cli(
+            "ablate", str(model), *ABLATE, "--controls", "1", *extra, "--out", f"{cid}.json"
+        )
         assert result.exit_code == 0, (cid, result.output)
         selection = json.loads((tmp_path / f"{cid}.json").read_text())["meta"]["selection"]
         assert "fv" in selection, (cid, selection)
@@ -330,8 +331,15 @@ def test_a_copied_zoo_model_gets_the_originals_default_suite(cid, tmp_path):
     if cid == "api25":
         from ablation import ablate
 
-        result = ablate(copied, heads="L1H1", controls=0, n_items=1, progress=False,
-                        tasks=("fact_digit",), cache=False)  # fmt: skip
+        result = ablate(
+            copied,
+            heads="L1H1",
+            controls=0,
+            n_items=1,
+            progress=False,
+            tasks=("fact_digit",),
+            cache=False,
+        )
         assert result.suite == "zootrain"
 
 
@@ -339,8 +347,19 @@ def test_uniform_controls_that_must_overlap_the_target_are_said(tmp_path, tiny_l
     """A target of more than half the heads: each uniform control shares heads with it; the
     run says so on stderr and in the report's notes, even with -q."""
     model = _model_copy(tmp_path, tiny_llama_dir)
-    result = _cli("ablate", str(model), *ABLATE, "--controls", "1", "--frac", "0.6",
-                  "--controls-shape", "uniform", "--out", "o.json")  # fmt: skip
+    result = _cli(
+        "ablate",
+        str(model),
+        *ABLATE,
+        "--controls",
+        "1",
+        "--frac",
+        "0.6",
+        "--controls-shape",
+        "uniform",
+        "--out",
+        "o.json",
+    )
     assert result.exit_code == 0, result.output
     assert "note: the target takes 5 of 8 heads" in result.stderr
     assert "shares at least 2" in json.loads((tmp_path / "o.json").read_text())["meta"]["notes"][0]
@@ -356,8 +375,21 @@ def test_replicate_refuses_an_out_dir_in_the_folder_it_reads(tmp_path):
     shutil.copytree(zoo_path("dense8c-s1"), models / "dense8c-s1")
     before = _snapshot(models)
     for out in (models, models / "dense8c-s1"):
-        rc = main(["--fast", "--models-dir", str(models), "--families", "dense8c", "--seeds",
-                   "1", "--no-gates", "--no-png", "--out-dir", str(out)])  # fmt: skip
+        rc = main(
+            [
+                "--fast",
+                "--models-dir",
+                str(models),
+                "--families",
+                "dense8c",
+                "--seeds",
+                "1",
+                "--no-gates",
+                "--no-png",
+                "--out-dir",
+                str(out),
+            ]
+        )
         assert rc == 2
     assert _snapshot(models) == before
 
@@ -394,13 +426,16 @@ def test_an_edited_or_damaged_store_entry_is_remeasured_with_a_note(tmp_path, ca
     measured, scores = _measured()
     path = store.put("dense8c-s1", Settings(), "k1", measured)
     assert store.get("dense8c-s1", Settings(), "k1", scores).row["drop"] == 0.25
+    assert store.get("dense8c-s1", Settings(), "k2", scores) is None  # other inputs: stale
     assert capsys.readouterr().err == ""
     intact = path.read_text()
     data = json.loads(intact)
     data["row"]["drop"] = 0.987
-    for damaged in (json.dumps(data), intact[:200], json.dumps({k: v for k, v in
-                                                               json.loads(intact).items()
-                                                               if k != "seal"})):  # fmt: skip
+    for damaged in (
+        json.dumps(data),
+        intact[:200],
+        json.dumps({k: v for k, v in json.loads(intact).items() if k != "seal"}),
+    ):
         path.write_text(damaged)
         assert store.get("dense8c-s1", Settings(), "k1", scores) is None
         err = capsys.readouterr().err.strip().splitlines()
@@ -441,8 +476,13 @@ def test_every_cache_keys_on_the_whole_packages_it_depends_on(monkeypatch):
     }
     depends = {cache: set(code_packages(tuple(e))) for cache, e in entries.items()}
     for cache in depends:
-        assert {"induction", "induction.circuits", "ablation", "ablation.tasks",
-                "induction.zoo"} <= depends[cache], cache  # fmt: skip
+        assert {
+            "induction",
+            "induction.circuits",
+            "ablation",
+            "ablation.tasks",
+            "induction.zoo",
+        } <= depends[cache], cache
     assert "induction.commands" not in depends["ablate"]
     base = _cache_keys()
     packages = sorted(set().union(*depends.values()) | {"induction.commands"})
@@ -452,9 +492,10 @@ def test_every_cache_keys_on_the_whole_packages_it_depends_on(monkeypatch):
         if package == "induction.circuits":
             changed = changed.with_name("fv.py")
         monkeypatch.setattr(
-            fingerprint, "read_source",
+            fingerprint,
+            "read_source",
             lambda p, c=changed: real(p) + (b"\n_edited = 1\n" if p == c else b""),
-        )  # fmt: skip
+        )
         keys = _cache_keys()
         for cache, key in keys.items():
             assert (key != base[cache]) == (package in depends[cache]), (package, cache)
@@ -476,8 +517,9 @@ def test_bz05_build_zoo_never_deletes_a_folder_it_did_not_make(tmp_path):
     keep = tmp_path / "d" / "dense8c-s0" / "keep.txt"
     keep.parent.mkdir(parents=True)
     keep.write_text("mine")
-    done = _build_zoo("--families", "dense8c", "--seeds", "0", "--dest", "d", "--jobs", "1",
-                      cwd=tmp_path)  # fmt: skip
+    done = _build_zoo(
+        "--families", "dense8c", "--seeds", "0", "--dest", "d", "--jobs", "1", cwd=tmp_path
+    )
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "not made by build_zoo" in lines[0], done.stderr
@@ -491,8 +533,9 @@ def test_build_zoo_refuses_a_second_build_of_the_same_model_at_once(tmp_path):
 
     out = tmp_path / "d" / "dense8c-s0"
     with claim_output(out):  # this process plays the first build
-        done = _build_zoo("--families", "dense8c", "--seeds", "0", "--dest", "d", "--jobs", "1",
-                          cwd=tmp_path)  # fmt: skip
+        done = _build_zoo(
+            "--families", "dense8c", "--seeds", "0", "--dest", "d", "--jobs", "1", cwd=tmp_path
+        )
     assert done.returncode == 2 and f"another run (pid {os.getpid()})" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and not out.exists()
 
@@ -512,3 +555,40 @@ def test_build_zoo_restarts_only_a_folder_it_marked(tmp_path):
     with pytest.raises(InputError, match="not made by build_zoo"):
         build_zoo._claim_new(theirs)
     assert (theirs / "train_config.json").exists()
+
+
+@pytest.mark.slow
+def test_replicate_remeasures_an_edited_store_entry_with_one_note(tmp_path, capsys):
+    """rp22's edit on a fresh run: the edited drop is never reported; the model is measured
+    again, one note names the entry, and the entry is sealed again."""
+    from induction.replication.cli import main
+
+    args = [
+        "--fast",
+        "--families",
+        "dense8c",
+        "--seeds",
+        "1",
+        "--no-gates",
+        "--no-regbench",
+        "--controls",
+        "1",
+        "--n-items",
+        "2",
+        "--no-png",
+        "--out-dir",
+        "r",
+    ]
+    assert main(args) == 0
+    first = pd.read_csv(tmp_path / "r" / "replication.csv")
+    (entry,) = (tmp_path / "r" / "models").glob("*.json")
+    data = json.loads(entry.read_text())
+    data["row"]["drop"] = 0.987
+    entry.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: cache entry") == 1 and "content hash mismatch" in err
+    assert "stored, reused" not in err
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "r" / "replication.csv"), first)
+    assert json.loads(entry.read_text())["row"]["drop"] != 0.987

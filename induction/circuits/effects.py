@@ -53,8 +53,9 @@ from induction.circuits.patching import (
     z_hook,
 )
 from induction.errors import InputError
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
 from induction.jobs import job_config
+from induction.specs import inputs_of
 
 
 @dataclass
@@ -183,6 +184,7 @@ def attribution(s: Setup, repl: Replacement, clean: Clean) -> torch.Tensor:
         deltas[int(hook.name.split(".")[1])] = (z.detach(), d)
         return z + d
 
+    short = v.can_skip and shortcut_exact(v, s.tokens, 0)  # checked before any hook is on
     params = [p for p in v.bridge.parameters() if p.requires_grad]
     for p in params:
         p.requires_grad_(False)
@@ -191,7 +193,7 @@ def attribution(s: Setup, repl: Replacement, clean: Clean) -> torch.Tensor:
             torch.enable_grad(),
             v.bridge.hooks(fwd_hooks=[(z_hook(i), leaf) for i in range(v.n_layers)]),
         ):
-            if v.can_skip and shortcut_exact(v, s.tokens, 0):  # unembed scored positions only
+            if short:  # unembed the scored positions only (forward and backward)
                 hidden = v.base(input_ids=s.tokens, use_cache=False).last_hidden_state
                 logits = unembed(v, hidden.index_select(1, s.logits_at))
             else:

@@ -10,13 +10,14 @@ in an earlier layer:
 - **activations, total**: the drop of B's induction score when A's ``hook_z`` is ablated
   (zero, mean or resample: :mod:`induction.circuits.patching`), many candidates per forward pass;
 - **activations, key path**: the drop when A's output is removed only from the residual
-  stream entering B's keys. The TransformerLens 4 bridge exposes per-head key inputs
-  (``blocks.{l}.attn.hook_k_input``, ``[batch, pos, kv_head, d_model]``, after
-  ``set_use_split_qkv_input(True)``); the pass starts at B's layer from the clean residual
-  and subtracts ``(z_A - z'_A) W_O^A`` from B's key input only (the direct path A -> B.keys).
-  On a grouped-query model the key input belongs to B's key/value group, so the patch reaches
-  the keys of every query head of that group; only B's pattern is read. Where the bridge
-  has no such hook the column is NaN and the result says so.
+  stream entering B's keys. The pass starts at B's layer from the clean residual ``r``; a hook
+  on the key projection's input (``blocks.{l}.attn.k.hook_in``, ``[batch, pos, d_model]``)
+  replaces it with ``ln1(r - (z_A - z'_A) W_O^A)`` (the direct path A -> B.keys), while the
+  queries, values and residual keep ``r``. The key projection serves every key/value group,
+  so on a grouped-query model the patch reaches the keys of every query head of the layer;
+  only B's pattern is read. (TransformerLens's per-head ``hook_k_input`` would do the same
+  through a copy of the residual per query and key/value head, which was most of the job's
+  peak memory.) Where the bridge has no such hook the column is NaN and the result says so.
 
 A head's **partners** are the candidates with the largest key-path drop (the total drop when
 the key path is unavailable).
@@ -50,8 +51,9 @@ from induction.circuits.patching import (
 )
 from induction.errors import InputError
 from induction.heads import Head, head_label
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
 from induction.jobs import job_config
+from induction.specs import inputs_of
 
 DEFAULT_PARTNERS = 3
 
@@ -284,49 +286,42 @@ def _key_path_drops(
     index = {c: i for i, c in enumerate(candidates)}
     reader = _Reader(s, heads)
     W_O = {}
-    bridge.set_use_split_qkv_input(True)
-    try:
-        for lb, cols in sorted(reader.by_layer.items()):
-            earlier = [c for c in candidates if c[0] < lb]
-            per = max(1, max_rows // B - 1)
-            for start in range(0, len(earlier), per):
-                cs = earlier[start : start + per]
-                c = len(cs) + 1  # the last block patches nothing
-                deltas = []
-                for la, ha in cs:
-                    if la not in W_O:
-                        W_O[la] = bridge.blocks[la].attn.W_O.detach()
-                    z = clean.z[la][:, :, ha]  # [B, pos, dh]
-                    r = repl.for_rows(la, 1, clean.z[la])
-                    zr = torch.zeros_like(z) if r is None else r.expand_as(clean.z[la])[:, :, ha]
-                    deltas.append((z - zr) @ W_O[la][ha].to(z.dtype))
-                deltas.append(torch.zeros_like(deltas[-1]))
-                delta = torch.cat(deltas)  # [c*B, pos, d]
+    for lb, cols in sorted(reader.by_layer.items()):
+        earlier = [c for c in candidates if c[0] < lb]
+        per = max(1, max_rows // B - 1)
+        norm = bridge.blocks[lb].ln1
+        for start in range(0, len(earlier), per):
+            cs = earlier[start : start + per]
+            c = len(cs) + 1  # the last block patches nothing
+            resid = clean.resid[lb]
+            keys_in = []
+            for la, ha in cs:
+                if la not in W_O:
+                    W_O[la] = bridge.blocks[la].attn.W_O.detach()
+                z = clean.z[la][:, :, ha]  # [B, pos, dh]
+                r = repl.for_rows(la, 1, clean.z[la])
+                zr = torch.zeros_like(z) if r is None else r.expand_as(clean.z[la])[:, :, ha]
+                keys_in.append(norm(resid - (z - zr) @ W_O[la][ha].to(z.dtype)))
+            keys_in.append(norm(resid))  # the null block: the same hook, nothing removed
+            k_in = torch.cat(keys_in)  # [c*B, pos, d_model]
 
-                def patch(x, hook, delta=delta, cols=cols):
-                    # x: [rows, pos, n_kv, d_model]; patch the KV groups of this layer's heads
-                    n_kv = x.shape[2]
-                    groups = sorted({reader.heads[j][1] // (v.n_heads // n_kv) for j in cols})
-                    x = x.clone()
-                    x[:, :, groups] = x[:, :, groups] - delta[:, :, None].to(x.dtype)
-                    return x
+            def patch(x, hook, k_in=k_in):
+                return k_in.to(x.dtype)
 
-                hooks = [(f"blocks.{lb}.attn.hook_k_input", patch)] + reader.hooks(c * B, [lb])
-                run_rows(
-                    v,
-                    s.tokens.repeat(c, 1),
-                    start=lb,
-                    resid=clean.resid[lb].repeat(c, 1, 1),
-                    stop=lb + 1,
-                    hooks=hooks,
-                )
-                vals = reader.out.view(c, B, len(heads)).permute(0, 2, 1)
-                for i, cand in enumerate(cs):
-                    out[index[cand], cols] = vals[i, cols]
-                    null[index[cand], cols] = vals[-1, cols]
-                advance()
-    finally:
-        bridge.set_use_split_qkv_input(False)
+            hooks = [(f"blocks.{lb}.attn.k.hook_in", patch)] + reader.hooks(c * B, [lb])
+            run_rows(
+                v,
+                s.tokens.repeat(c, 1),
+                start=lb,
+                resid=resid.repeat(c, 1, 1),
+                stop=lb + 1,
+                hooks=hooks,
+            )
+            vals = reader.out.view(c, B, len(heads)).permute(0, 2, 1)
+            for i, cand in enumerate(cs):
+                out[index[cand], cols] = vals[i, cols]
+                null[index[cand], cols] = vals[-1, cols]
+            advance()
     return out, null
 
 
@@ -374,9 +369,9 @@ def find_circuits(
         "mode": cfg.mode,
         "reference": cfg.reference,
     }
-    note = "measured on hook_k_input (direct path into the keys)"
+    note = "measured on the key projection's input (direct path into the keys)"
     if weights.n_kv_heads != v.n_heads:
-        note += "; grouped-query model: the patch reaches the head's whole key/value group"
+        note += "; grouped-query model: the patch reaches every key/value group of the layer"
     if not heads:
         empty = pd.DataFrame(columns=["induction_head", "partner", "partner_rank"])
         result = CircuitResult(
@@ -386,9 +381,13 @@ def find_circuits(
         return result
     kcomp = composition_scores(weights, "k", readers=heads)
     candidates = [(la, ha) for la in range(max(h[0] for h in heads)) for ha in range(v.n_heads)]
-    has_key = cfg.key_path and "blocks.0.attn.hook_k_input" in v.bridge.hook_dict
+    has_key = cfg.key_path and all(
+        f"blocks.{lb}.{name}" in v.bridge.hook_dict
+        for lb in {h[0] for h in heads}
+        for name in ("attn.k.hook_in", "ln1.hook_in")
+    )
     if cfg.key_path and not has_key:
-        note = "the bridge exposes no hook_k_input: key-path drop not measured"
+        note = "the bridge exposes no key-projection input hook: key-path drop not measured"
     per = max(1, cfg.max_rows // s.tokens.shape[0] - 1)  # each pass adds a null block
     with progress_reporter(cfg.progress) as bar:
         task = f"circuits of {s.name}: ablating partners"

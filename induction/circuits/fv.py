@@ -53,9 +53,10 @@ from torch import Tensor
 from induction.circuits.config import DEFAULT_MAX_ROWS, FVConfig
 from induction.errors import InputError
 from induction.heads import Head
-from induction.io import guards_inputs, inputs_of
+from induction.io import guards_inputs
 from induction.jobs import as_loaded, job_config
 from induction.kv_cache import last_token_logits, prefix_cache
+from induction.specs import inputs_of
 
 if TYPE_CHECKING:
     from induction.specs import ModelLike
@@ -300,7 +301,8 @@ class FVResult:
     table: pd.DataFrame
     settings: dict = field(default_factory=dict)
     #: per task and prompt seed: ``p_clean``, ``p_corrupted`` (the answer's mean probability
-    #: without a patch) and ``headroom`` (their difference: the most a head's CIE can be).
+    #: without a patch), ``headroom`` (their difference: the most a head's CIE can be) and
+    #: ``cie_null`` (the null baseline: a pass through the patching path that patches nothing).
     baselines: pd.DataFrame | None = None
     #: what the run read (the model's folder): :meth:`save`/:meth:`plot` never write there
     inputs: tuple[Path, ...] = field(default=(), repr=False)

@@ -132,6 +132,11 @@ def print_circuits(result, partners: int = 3) -> None:
     if not result.heads:
         typer.echo("no induction heads at this threshold; try --top 3")
         return
+    df = result.table
+    typer.echo(
+        "null patch (the same passes, nothing patched; should be 0): largest |drop| "
+        f"{df['drop_null'].abs().max():.1e}, |drop (keys)| {df['drop_key_null'].abs().max():.1e}"
+    )
     header = (
         f"  {'partner':<8} {'prev-tok':>8} {'K-comp':>7} {'-base':>7} {'K rank':>6} "
         f"{'drop':>14} {'drop (keys)':>14}"
@@ -205,6 +210,11 @@ def effects(
                 + (f" {r.atp:>8.3f}" if config.atp else f" {'':>8}")
                 + f" {getattr(r, 'induction', float('nan')):>9.3f}"
                 + f" {getattr(r, 'previous_token', float('nan')):>8.3f}"
+            )
+        if result.effect_null is not None:
+            typer.echo(
+                "null patch (the same passes, nothing ablated; should be 0): largest |effect| "
+                f"{float(result.effect_null.abs().max()):.1e}"
             )
         t = result.timing
         line = f"time: clean {t['clean_s']:.2f}s, all heads ablated {t['ablation_s']:.2f}s"

@@ -68,6 +68,8 @@ def fv(
             f"answer probability without a patch: clean {b.p_clean:.3f}, corrupted "
             f"{b.p_corrupted:.3f} (headroom {result.headroom:+.3f}: the most a CIE can be)"
         )
+        null = float(result.baselines["cie_null"].abs().max())
+        typer.echo(f"null patch (the same passes, nothing patched): CIE {null:.1e} (should be 0)")
         if result.headroom < HEADROOM_WARN:
             typer.echo(
                 f"warning: headroom {result.headroom:+.3f} < {HEADROOM_WARN}: the corrupted "

@@ -17,7 +17,7 @@ from induction.commands.options import (
     TrustRemoteCodeOpt,
 )
 from induction.errors import InputError
-from induction.score_names import ScanConfig
+from induction.score_names import PATTERN_MODES, ScanConfig
 
 
 @config_command(ScanConfig)
@@ -72,6 +72,8 @@ def scan(
         raise InputError(f"--threads must be >= 1, got {threads}")
     if config.chunk is not None and config.chunk < 1:
         raise InputError(f"--chunk must be a positive integer, got {config.chunk}; or leave it out")
+    if config.patterns not in PATTERN_MODES:
+        raise InputError(f"--patterns {config.patterns!r}: choose auto, eager or chunked")
     _check_outputs(model, out, plot, bar)
 
     from induction.io import claim_outputs, wrote

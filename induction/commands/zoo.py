@@ -25,7 +25,22 @@ def train_command(
         help="dense, grown, looped or grown12 (4 -> 8 -> 12); fixed protocol (docs/zoo.md): "
         "dense8, lidas8, looped8 (FLOP-matched), looped8p (parameter-matched)",
     ),
-    seed: int = typer.Option(0, "--seed", help="Training seed (init, data, everything random)."),
+    seed: int = typer.Option(
+        None, "--seed", help="Training seed (init, data, everything random); default 0."
+    ),
+    seeds: str = typer.Option(
+        None,
+        "--seeds",
+        help="Several seeds instead of --seed: a list or ranges (0-7, 0,2,5); each trains into "
+        "<out>/<family>-s<seed> (--out is then their parent folder, default ./runs).",
+    ),
+    seeds_per_process: int = typer.Option(
+        None,
+        "--seeds-per-process",
+        help="fixed-protocol presets: seeds batched as one model in this process (default: 8 "
+        "on cuda; 1 on cpu, where batching gains little and reruns stay bit-identical; "
+        "docs/zoo.md, 'Many seeds per process').",
+    ),
     out: Path = typer.Option(
         None, "--out", help="Checkpoint folder to write (default: ./runs/<family>-s<seed>)."
     ),
@@ -47,11 +62,12 @@ def train_command(
         "event each (grown: default 0.4, 4 -> 8 layers, each waits for a formed head; lidas8: "
         "default Prop-alpha, fixed).",
     ),
-    resume: Path = typer.Option(
+    resume: list[Path] = typer.Option(
         None,
         "--resume",
         help="fixed-protocol presets: continue the run in this folder from its latest complete "
-        "checkpoint (same config; bit-identical to an uninterrupted run on CPU).",
+        "checkpoint (same config; bit-identical to an uninterrupted run on CPU). Repeat it to "
+        "resume several seeds of one arm together (--seeds-per-process).",
     ),
     device: str = typer.Option(
         None,
@@ -71,57 +87,95 @@ def train_command(
     if threads > cores:
         raise InputError(f"--threads {threads} exceeds this machine's {cores} CPU cores; "
                          f"use --threads {cores} or fewer")  # fmt: skip
-    if not 0 <= seed < 2**32:
+    if seed is not None and not 0 <= seed < 2**32:
         raise InputError(f"--seed must be in 0..{2**32 - 1}, got {seed}")
+    if seeds_per_process is not None and seeds_per_process < 1:
+        raise InputError(f"--seeds-per-process must be >= 1, got {seeds_per_process}")
     steps = _steps(steps)
-    if resume is not None:
+    if resume:
         given = [f for f, v in (("--steps", steps), ("--out", out), ("--grow-at", grow_at),
-                                ("--seed", seed or None),
+                                ("--seed", seed), ("--seeds", seeds),
                                 ("--threads", threads if threads_given else None)
                                 ) if v is not None]  # fmt: skip
         if given:
             raise InputError(
-                f"--resume continues {resume} with its own settings; drop {', '.join(given)}"
+                f"--resume continues {resume[0]} with its own settings; drop {', '.join(given)}"
             )
-        return _resume(family, resume, device)
+        return _resume(family, resume, device, seeds_per_process)
     if family is None:
         raise InputError("name a zoo family (or --resume a run folder)")
-    cfg = zoo_config(family, seed, threads=threads)
-    fixed = getattr(cfg, "protocol", None) == "fixed"
+    if seed is not None and seeds is not None:
+        raise InputError("give --seed or --seeds, not both")
+    if seeds is not None:
+        from induction.training.multiseed import parse_seeds
+
+        seed_list = parse_seeds(seeds)
+    else:
+        seed_list = [seed or 0]
+    cfgs = [zoo_config(family, s, threads=threads) for s in seed_list]
+    fixed = getattr(cfgs[0], "protocol", None) == "fixed"
     if device is not None:
         if not fixed:
             raise InputError(f"--device applies to fixed-protocol presets; {family} trains on cpu")
         from induction.training.protocol import check_device
 
         check_device(device)
-        cfg.device = device
-    if fixed:
-        from induction.training.protocol import model_name
-
-        _fixed_options(cfg, steps, grow_at)
-        out = out or Path("runs") / model_name(cfg)
+    if seeds_per_process not in (None, 1) and not fixed:
+        raise InputError(
+            f"--seeds-per-process applies to fixed-protocol presets; {family} trains one seed "
+            "per process"
+        )
+    for cfg in cfgs:
+        if fixed:
+            cfg.device = device or cfg.device
+            _fixed_options(cfg, steps, grow_at)
+        else:
+            _first_zoo_options(cfg, steps, grow_at)
+    names = [zoo_model_name(cfg) for cfg in cfgs]
+    if seeds is None:
+        outs = [out or Path("runs") / names[0]]
     else:
-        if grow_at is not None:
-            if cfg.family != "grown":
-                raise InputError("--grow-at applies to the grown family only (and lidas presets)")
-            cfg.grow_at = _fractions(grow_at)
-            cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
-        if steps is not None:
-            cfg.steps, cfg.max_steps = steps, 2 * steps
-        out = out or Path("runs") / zoo_model_name(cfg)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} is a file; pass a folder path")
-    check_output_path(out, flag_name="--out", folder=True)
-    from induction.io import check_outputs, claim_output
+        if out is not None and out.exists() and not out.is_dir():
+            raise InputError(f"--out {out} is a file; pass a folder path")
+        outs = [(out or Path("runs")) / name for name in names]
+    for path in outs:
+        if path.exists() and not path.is_dir():
+            raise InputError(f"--out {path} is a file; pass a folder path")
+        check_output_path(path, flag_name="--out", folder=True)
+    from induction.io import check_outputs, claim_outputs
     from induction.zoo import registry
 
-    check_outputs({"--out": out}, [registry.MODELS_DIR])  # never into the shipped zoo
-    with claim_output(out):  # one run per output folder; cleans a killed run's leftovers
-        if out.exists() and any(out.iterdir()):
-            hint = f", or --resume {out}" if fixed else ""
-            raise InputError(f"{out} already exists and is not empty; pass another --out{hint}")
-        card = _train_fixed(cfg, out) if fixed else _train_atomic(cfg, out)
-    _report(card, out)
+    check_outputs({"--out": outs}, [registry.MODELS_DIR])  # never into the shipped zoo
+    with claim_outputs(outs):  # one run per output folder; cleans a killed run's leftovers
+        for path in outs:
+            if path.exists() and any(path.iterdir()):
+                hint = f", or --resume {path}" if fixed else ""
+                raise InputError(
+                    f"{path} already exists and is not empty; pass another --out{hint}"
+                )
+        if fixed:
+            per = seeds_per_process or _default_per_process(cfgs[0].device)
+            cards = _train_fixed(cfgs, outs, per)
+        else:
+            cards = [_train_atomic(cfg, path) for cfg, path in zip(cfgs, outs, strict=True)]
+    for card, path in zip(cards, outs, strict=True):
+        _report(card, path)
+
+
+def _default_per_process(device: str) -> int:
+    from induction.training.multiseed import default_seeds_per_process
+
+    return default_seeds_per_process(device)
+
+
+def _first_zoo_options(cfg, steps: int | None, grow_at: str | None) -> None:
+    if grow_at is not None:
+        if cfg.family != "grown":
+            raise InputError("--grow-at applies to the grown family only (and lidas presets)")
+        cfg.grow_at = _fractions(grow_at)
+        cfg.depth = cfg.initial_depth + cfg.grow_block * len(cfg.grow_at)
+    if steps is not None:
+        cfg.steps, cfg.max_steps = steps, 2 * steps
 
 
 def _train_atomic(cfg, out: Path) -> dict:
@@ -154,13 +208,20 @@ def _fixed_options(cfg, steps: int | None, grow_at: str | None) -> None:
         cfg.steps = steps
 
 
-def _train_fixed(cfg, out: Path) -> dict:
-    """A fixed-protocol run trains in ``out`` itself (so it can resume): checkpoints under
-    ``out/checkpoints``, the model files when it finishes, ``card.json`` last."""
+def _train_fixed(cfgs: list, outs: list[Path], per_process: int) -> list[dict]:
+    """Fixed-protocol runs train in their folders themselves (so they can resume): checkpoints
+    under ``out/checkpoints``, the model files when they finish, ``card.json`` last;
+    ``per_process`` seeds at a time as one batched model."""
+    from induction.training.multiseed import train_seeds
     from induction.training.protocol import train_fixed
 
-    _, card = train_fixed(cfg, out=out)
-    return card
+    if per_process == 1:
+        return [train_fixed(cfg, out=o)[1] for cfg, o in zip(cfgs, outs, strict=True)]
+    cards = []
+    for i in range(0, len(cfgs), per_process):
+        done = train_seeds(cfgs[i : i + per_process], outs[i : i + per_process])
+        cards += [card for _, card in done]
+    return cards
 
 
 def _report(card: dict, out: Path) -> None:
@@ -179,21 +240,39 @@ def _report(card: dict, out: Path) -> None:
     )
 
 
-def _resume(family: str | None, out: Path, device: str | None = None) -> None:
-    from induction.io import claim_output
+def _resume(
+    family: str | None, outs: list[Path], device: str | None, per_process: int | None
+) -> None:
+    from induction.io import claim_outputs, read_json
+    from induction.training.multiseed import train_seeds
     from induction.training.protocol import TRAIN_CONFIG, read_run_config, train_fixed
 
-    config = out / TRAIN_CONFIG
-    if not config.is_file():
-        raise InputError(f"{out} is not a fixed-protocol run folder (no {TRAIN_CONFIG})")
-    if (out / "card.json").is_file():
-        raise InputError(f"{out} has finished training; nothing to resume")
-    preset = read_run_config(out).preset  # the whole config, checked before any work
-    if family is not None and family != preset:
-        raise InputError(f"{out} is a {preset} run, not {family}")
-    with claim_output(out):  # one run per folder
-        _, card = train_fixed(None, out=out, resume=True, device=device)
-    _report(card, out)
+    if len(set(outs)) != len(outs):
+        raise InputError("--resume names a run folder twice; name each once")
+    devices = []
+    for out in outs:
+        config = out / TRAIN_CONFIG
+        if not config.is_file():
+            raise InputError(f"{out} is not a fixed-protocol run folder (no {TRAIN_CONFIG})")
+        if (out / "card.json").is_file():
+            raise InputError(f"{out} has finished training; nothing to resume")
+        preset = read_run_config(out).preset  # the whole config, checked before any work
+        data = read_json(config, "training config")
+        if family is not None and family != preset:
+            raise InputError(f"{out} is a {preset} run, not {family}")
+        devices.append(device or (data.get("device") if isinstance(data, dict) else None))
+    per = per_process or _default_per_process(str(devices[0] or "cpu"))
+    with claim_outputs(outs):  # one run per folder
+        if per == 1:
+            cards = [train_fixed(None, out=o, resume=True, device=device)[1] for o in outs]
+        else:
+            cards = []
+            for i in range(0, len(outs), per):
+                chunk = outs[i : i + per]
+                done = train_seeds([None] * len(chunk), chunk, resume=True, device=device)
+                cards += [card for _, card in done]
+    for card, out in zip(cards, outs, strict=True):
+        _report(card, out)
 
 
 def _steps(text: str | None) -> int | None:

@@ -79,7 +79,7 @@ class SweepItem:
 SWEEP_SCORES = ("induction", "prefix_matching", "duplicate_token", "previous_token")
 SWEEP_SCAN = ScanConfig(scores=SWEEP_SCORES, batch=32, seeds=3, progress=False)
 #: ScanConfig fields that say how a scan runs, not what it measures: never hashed.
-_RUN_SCAN_FIELDS = ("device", "chunk", "progress", "rank_by")
+_RUN_SCAN_FIELDS = ("device", "chunk", "progress", "rank_by", "patterns")
 
 
 @dataclass(frozen=True, init=False)

@@ -30,9 +30,13 @@ import pandas as pd
 from ablation.gates import VERDICT_ORDER, heads_before_growth, saturated, verdict_readout, wilson
 
 from .config import SOURCE, Settings
+from .intervals import drop_cells
+from .models import source_family
 from .stats import min_perm_p
 
 ALPHA = 0.05
+SOURCE_LIDAS = "0.18 vs 0.08 mean F1 (+0.10, x2.25)"
+SOURCE_LOOPED = "0.28 vs 0.08 mean F1 (+0.20, x3.50)"
 #: RegBench: a family's clean TVD must beat the in-context letter-frequency rule by this much
 #: before its order among families is read.
 REGBENCH_MARGIN = 0.05
@@ -173,7 +177,7 @@ def _failures(g: pd.DataFrame, readouts: bool = False) -> str:
         if col in g and (~g[col].astype(bool)).any():
             parts.append(f"{int((~g[col].astype(bool)).sum())} of {len(g)} fail {label}")
     n_saturated = int((g["saturated"] == True).sum())  # noqa: E712  (None: no margin)
-    if n_saturated:
+    if n_saturated and not readouts:  # a readout's own gate holds its saturation
         parts.append(f"{n_saturated} of {len(g)} have a saturated drop")
     return "; ".join(parts)
 
@@ -213,6 +217,10 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
         same = comps[comps.measure == measure]
         floors = dict(zip(same["family"], holm(same["min_p"].astype(float).tolist()), strict=True))
         holm_floor = floors.get(b, floor)
+        names = {f: list(models.loc[models.family == f, "model"]) for f in (a, b)}
+        cells, reading = drop_cells(models.set_index("model"), names[a], names[b],
+                                    None if label == "F1/EM" else label, source_family(b),
+                                    n_drop)  # fmt: skip
         if not ok:
             verdict, why = "untestable here", _failures(pair, readouts=bool(present))
         elif floor > ALPHA:
@@ -226,19 +234,19 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
         else:
             c = comps[(comps.family == b) & (comps.measure == measure)]
             p = float(c["p_holm"].iloc[0]) if len(c) else math.nan
-            diff = mean_drop[b] - mean_drop[a]
-            agree = (diff > 0) == (expect == "more") and p <= ALPHA
-            verdict = "agree" if agree else "disagree"
-            why = f"all gates pass on {label}; difference {diff:+.3f}, Holm p {p:.2g}"
+            verdict = reading.word
+            why = (f"all gates pass on {label}; adjusted intervals: {cells['scales']}; "
+                   f"permutation p {p:.2g} (Holm)")  # fmt: skip
         rows.append({"claim": claim, "source": source, "zoo": zoo, "verdict": verdict,
-                     "decided_by": why, "families": [a, b]})  # fmt: skip
+                     "decided_by": why, "families": [a, b], **cells})  # fmt: skip
 
     dense = (by_src.get("dense") or [None])[0]
+    n_drop = len(by_src.get("lidas", [])) + len(by_src.get("looped", []))  # Holm's m
     for lidas in by_src.get("lidas", []):
         if dense:
             drop_claim(
                 f"top-20% ablation costs LIDAS ({lidas}) more than dense",
-                "0.18 vs 0.08 mean F1",
+                SOURCE_LIDAS,
                 dense,
                 lidas,
                 "more",
@@ -247,7 +255,7 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
         if dense:
             drop_claim(
                 f"top-20% ablation costs looped ({looped}) more than dense",
-                "0.28 vs 0.08 mean F1",
+                SOURCE_LOOPED,
                 dense,
                 looped,
                 "more",
@@ -468,7 +476,7 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
 
     compared = [(f, "lidas") for f in by_src.get("lidas", [])]
     compared += [(f, "looped") for f in by_src.get("looped", [])]
-    tested: list[tuple[dict, float, float, float, str]] = []  # (row, diff, p, floor, left)
+    tested: list[tuple] = []  # (row, diff, p, floor, left, dense seeds, arm seeds, readout, src)
     untested = 0  # drop claims without a secondary test: p = 1 in Holm
     for fam, src in compared if dense is not None else []:
         pair = [dense, fam]
@@ -489,7 +497,7 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         passed = kept[dense] + kept[fam]
         left = _left_out(gates, pair, passed)
         what = f"LIDAS ({fam})" if src == "lidas" else f"looped ({fam})"
-        source = "0.18 vs 0.08 mean F1" if src == "lidas" else "0.28 vs 0.08 mean F1"
+        source = SOURCE_LIDAS if src == "lidas" else SOURCE_LOOPED
         row = {"claim": f"top-20% ablation costs {what} more than dense, {SECONDARY}",
                "source": source, "families": pair}  # fmt: skip
         n_a, n_b = len(kept[dense]), len(kept[fam])
@@ -512,21 +520,27 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
                     f"{floor:.2g}; {left}"}  # fmt: skip
             continue
         t = seed_test(b.tolist(), a.tolist())
-        tested.append((row, t.diff, t.p_perm, floor, left))
+        tested.append((row, t.diff, t.p_perm, floor, left, kept[dense], kept[fam], label, src))
     if tested:
         m = len(tested) + untested
-        adjusted = holm([p for _, _, p, _, _ in tested] + [1.0] * untested)
+        adjusted = holm([t[2] for t in tested] + [1.0] * untested)
         # the seeds rule after Holm: the smallest adjusted p with every claim at its floor
-        floors = holm([f for _, _, _, f, _ in tested] + [1.0] * untested)
-        for (row, diff, p, _, left), p_holm, best in zip(tested, adjusted, floors, strict=False):
+        floors = holm([t[3] for t in tested] + [1.0] * untested)
+        for (row, diff, p, _, left, ka, kb, label, src), p_holm, best in zip(
+            tested, adjusted, floors, strict=False
+        ):
+            cells, reading = drop_cells(models, ka, kb, None if label == "F1/EM" else label,
+                                        src, m)  # fmt: skip
+            row |= cells
             if best > ALPHA:
                 row["verdict"] = "untestable here"
                 row["decided_by"] = (f"the passing seeds allow no Holm-adjusted p below "
                                      f"{best:.2g} over {m} drop claims; {left}")  # fmt: skip
                 continue
-            row["verdict"] = "agree" if diff > 0 and p_holm <= ALPHA else "disagree"
-            row["decided_by"] = (f"difference {diff:+.3f}, permutation p {p:.2g}, Holm "
-                                 f"{p_holm:.2g} over {m} drop claims; {left}")  # fmt: skip
+            row["verdict"] = reading.word
+            row["decided_by"] = (f"adjusted intervals (0.05/{m}): {cells['scales']}; "
+                                 f"permutation p {p:.2g}, Holm {p_holm:.2g} over {m} drop "
+                                 f"claims; {left}")  # fmt: skip
 
     if "src_ancestors" not in models.columns:
         return rows
@@ -649,19 +663,78 @@ def gate_markdown(gates: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+#: The interval cells of a drop claim (:func:`.intervals.drop_cells`) and their headers.
+INTERVAL_COLUMNS = {
+    "difference": "difference",
+    "interval": "95% interval",
+    "ratio": "ratio [adjusted]",
+    "detectable": "detectable at 80% power (adjusted)",
+    "power": "power for the source's (adjusted)",
+    "excess_uniform": "excess over uniform heads [adjusted]",
+    "excess_shaped": "excess over layer-shaped heads [adjusted]",
+}
+
+
+def _cell(r: dict, key: str) -> str:
+    v = r.get(key)
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+
+
 def claims_markdown(table: pd.DataFrame) -> str:
+    """Every claim with its verdict; a drop claim also with its difference, intervals,
+    detectable difference and power (:data:`INTERVAL_COLUMNS`)."""
+    extra = [k for k in INTERVAL_COLUMNS if k in table.columns]
     head = ["claim", "source", "zoo", "verdict", "decided by"]
-    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|---|"]
+    head += [INTERVAL_COLUMNS[k] for k in extra]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.to_dict(orient="records"):
-        lines.append(f"| {r['claim']} | {r['source']} | {r['zoo']} | **{r['verdict']}** | "
-                     f"{r['decided_by']} |")  # fmt: skip
+        cells = [r["claim"], r["source"], r["zoo"], f"**{r['verdict']}**", r["decided_by"]]
+        lines.append("| " + " | ".join(cells + [_cell(r, k) for k in extra]) + " |")
     return "\n".join(lines)
+
+
+#: README's short names of the claims without intervals (:func:`verdict_markdown`).
+SHORT_CLAIMS = {
+    "10 of the 12 strongest heads from 2 ancestors": "10 of 12 heads from 2 ancestors",
+    "lineage more concentrated when heads form before growth": "lineage vs growth timing",
+    f", {SECONDARY}": ", passing seeds",
+}
+
+
+def verdict_markdown(table: pd.DataFrame) -> str:
+    """README's short verdict table: one row per drop claim (all seeds; on the seeds that
+    pass), its word, the difference with its Holm-adjusted interval, the ratio, the
+    detectable difference and the power; the other claims' words in one line below."""
+    import re
+
+    lines = [
+        "| arm vs dense, seeds | verdict | difference [adjusted interval] | ratio "
+        "[adjusted] | detectable at 80% (adj.) | power for the source's (adj.) |",
+        "|---|---|---|---|---|---|",
+    ]
+    others = []
+    for r in table.to_dict(orient="records"):
+        arm = re.search(r"\((\w+)\) more than dense", r["claim"])
+        if arm is None or "difference" not in r or _cell(r, "difference") == "–":
+            if r["verdict"] != "by design":  # set by the schedule: docs/results.md
+                claim = r["claim"]
+                for long, short in SHORT_CLAIMS.items():
+                    claim = claim.replace(long, short)
+                others.append(f"{claim}: **{r['verdict']}**")
+            continue
+        seeds = "passing" if r["claim"].endswith(SECONDARY) else "all"
+        adjusted = _cell(r, "interval").split("adjusted ")[-1]
+        lines.append(f"| {arm.group(1)}, {seeds} | **{r['verdict']}** | "
+                     f"{r['difference']} {adjusted} | {r['ratio']} | {r['detectable']} | "
+                     f"{r['power']} |")  # fmt: skip
+    return "\n".join(lines) + ("\n\nOther claims: " + "; ".join(others) + "." if others else "")
 
 
 __all__ = [
     "claims",
     "claims_markdown",
     "gate_markdown",
+    "verdict_markdown",
     "gate_table",
     "secondary_claims",
     "timing_arms",

@@ -179,12 +179,10 @@ class MeasurementStore:
         path = self.path(name, settings)
         if not path.is_file():
             return None
-        data = _open(path)
-        if data is None:  # damaged or edited: measured again, and the entry replaced
+        data = _open(path, key)
+        if data is None:  # stale, or damaged or edited: measured again, the entry replaced
             return None
         try:
-            if data.get("key") != key:
-                return None
             measured = from_payload(data)
             if not same_ranking(measured.scores, scores):
                 return None
@@ -233,9 +231,10 @@ class MeasurementStore:
         return write_json(self.path(name, settings), seal_record(payload))
 
 
-def _open(path: Path) -> dict | None:
-    """A stored entry's fields when its seal holds (:func:`induction.seals.open_record`), else
-    None after one note on stderr: an entry that does not parse, has no seal, or was edited
+def _open(path: Path, key: str) -> dict | None:
+    """A stored entry's fields when it is stored under ``key`` and its seal holds
+    (:func:`induction.seals.open_record`), else None: silently for an entry of other inputs
+    (stale), after one note on stderr for one that does not parse, has no seal or was edited
     (docs/safety.md: a store never serves a damaged entry)."""
     from induction.seals import MISMATCH, MISSING, note_damaged
 
@@ -243,6 +242,8 @@ def _open(path: Path) -> dict | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         note_damaged(path, "not JSON")
+        return None
+    if isinstance(data, dict) and data.get("key") != key:
         return None
     body = open_record(data)
     if body is None:

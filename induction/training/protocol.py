@@ -623,6 +623,7 @@ class _State:
     history: list = field(default_factory=list)
     checkpoints: list = field(default_factory=list)
     devices: list = field(default_factory=list)  # device_label of each device trained on
+    seeds_per_process: list = field(default_factory=list)  # seeds batched together, per leg
 
 
 def train_fixed(
@@ -640,148 +641,209 @@ def train_fixed(
     config is read from ``out/train_config.json``). ``stop_at``: return after that many steps
     without writing the final model (for tests of resuming). ``device``: train there instead of
     at ``cfg.device`` (a resumed run otherwise keeps the device it recorded); the card's
-    ``train_device`` names every device the run used, in order."""
-    if resume:
-        if out is None:
-            raise InputError("resuming needs the run folder")
-        cfg = read_run_config(Path(out))
-    if device is not None:
-        cfg = replace(cfg, device=device)
-    validate(cfg)
-    torch.set_num_threads(cfg.threads)
-    device = check_device(cfg.device)
-    grow = growth_steps(cfg)
-    ckpt_steps = set(checkpoint_steps(cfg))
+    ``train_device`` names every device the run used, in order. Several seeds in one batched
+    process: :func:`induction.training.multiseed.train_seeds`."""
+    run = _Run(cfg, out, resume, device, progress)
+    return train_runs([run], _model_step, stop_at)[0]
 
-    if resume and latest_checkpoint(Path(out)) is None:
-        # stopped before its first checkpoint (a full disk, a kill at step 0): nothing was
-        # kept, so the run starts again from its recorded config, as it first would have
-        shutil.rmtree(Path(out) / CHECKPOINTS, ignore_errors=True)
-        (Path(out) / TRAIN_LOG).write_text("")
-        resume = False
-        model, log, plan = _initial_model(cfg)
-        opt = _optimizer(cfg, model.to(device))
-        st = _State()
-    elif resume:
-        model, opt, log, plan, st = _resume(cfg, Path(out), device)
-    else:
-        model, log, plan = _initial_model(cfg)
-        opt = _optimizer(cfg, model.to(device))
-        st = _State()
-        if out is not None:
-            out = Path(out)
-            if (out / CHECKPOINTS).exists() or (out / "card.json").exists():
-                raise InputError(f"{out} already holds a run; resume it or pass another folder")
-            out.mkdir(parents=True, exist_ok=True)
-            (out / TRAIN_CONFIG).write_text(json.dumps(asdict(cfg), indent=1) + "\n")
-            (out / TRAIN_LOG).write_text("")
-    resumed_at = st.step if resume else None
-    if not st.devices or st.devices[-1] != device_label(device):
-        st.devices.append(device_label(device))
-    logfile = open(Path(out) / TRAIN_LOG, "a") if out is not None else None
-    bar = _progress(progress, cfg, st.step)
-    start = time.time()
+
+def _model_step(runs: list[_Run], tokens: list[torch.Tensor]) -> list[float]:
+    """One seed's forward and backward through its own model (the single-seed recipe)."""
+    (run,), (batch,) = runs, tokens
+    loss = run.model(batch, labels=batch).loss
+    run.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    return [loss.item()]
+
+
+def train_runs(
+    runs: list[_Run], step_fn, stop_at: int | None = None, draw=None
+) -> list[tuple[object, dict]]:
+    """Train ``runs`` to their last step together: at each step the runs that have reached it
+    (a resumed seed behind the others trains alone until it catches up) prepare (growth,
+    checkpoints), draw their batches, get their losses and gradients from ``step_fn(runs,
+    tokens)`` and update. ``draw(runs)``: their batches (default: drawn here by ``batch_at``).
+    Returns ``(model, card)`` per run; ``(model, {})`` when ``stop_at`` stopped them."""
     # no TF32 on a GPU: the CPU recipe's float32 matmuls; the caller's setting comes back after
     matmul_precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")
     try:
-        while st.step < cfg.steps:
-            step = st.step
+        while pending := [r for r in runs if r.st.step < r.cfg.steps]:
+            step = min(r.st.step for r in pending)
             if stop_at is not None and step >= stop_at:
-                return model, {}
-            depth = len(decoder_layers(model))
-            if step in grow and log is not None and len(log.events) == grow.index(step):
-                if out is not None:
-                    _checkpoint(out, model, cfg, st, log, plan, None, start, "pre")
-                source, insert_at = GROWTH_PRESETS[cfg.grow_operator](depth, cfg.grow_block)
-                _, opt = duplicate_layers(
-                    model,
-                    source,
-                    insert_at,
-                    log=log,
-                    step=step,
-                    operator=cfg.grow_operator,
-                    optimizer=opt,
-                    optimizer_state=cfg.optimizer_state,
-                )
-                depth = len(decoder_layers(model))
-                if out is not None:
-                    _checkpoint(out, model, cfg, st, log, plan, opt, start, "post")
-            elif out is not None and step in ckpt_steps and step != resumed_at:
-                _checkpoint(out, model, cfg, st, log, plan, opt, start, "")
-            elif (
-                out is not None
-                and cfg.state_every
-                and step % cfg.state_every == 0
-                and step not in (0, resumed_at)
-            ):
-                _resume_state(out, model, cfg, st, log, plan, opt, start)
-
-            for group in opt.param_groups:
-                group["lr"] = lr_at(cfg, step)
-            batch = batch_at(cfg, step)
-            st.data_sha256 = hashlib.sha256(st.data_sha256.encode() + batch.tobytes()).hexdigest()
-            tokens = torch.from_numpy(batch).to(device)
-            loss = model(tokens, labels=tokens).loss
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            st.flops += matmul_flops_per_token(cfg, depth, tokens.shape[1]) * tokens.numel()
-            st.dense_flops += (
-                matmul_flops_per_token(cfg, cfg.reference_depth, tokens.shape[1]) * tokens.numel()
-            )
-            st.tokens += tokens.numel()
-            st.step = step + 1
-            row = {"step": st.step, "loss": loss.item(), "lr": lr_at(cfg, step), "depth": depth}
-            if st.step % cfg.eval_every == 0 or st.step == cfg.steps:
-                score = float(induction_head_scores(model, cfg.eval_distance).max())
-                row["max_induction"] = score
-                st.history.append(
-                    {
-                        "step": st.step,
-                        "loss": round(row["loss"], 4),
-                        "score": round(score, 4),
-                        "depth": depth,
-                    }
-                )
-                bar(st.step, row["loss"], score, depth)
-            if cfg.probe_every and (st.step % cfg.probe_every == 0 or st.step == cfg.steps):
-                found = probe(model, n_seq=32)
-                row |= {"lookup": found.lookup, "varassign": found.varassign,
-                        "position_gap": found.position_gap}  # fmt: skip
-                entry = next((h for h in st.history if h["step"] == st.step), None)
-                if entry is None:
-                    st.history.append(entry := {"step": st.step, "depth": depth})
-                entry |= {k: round(v, 4) for k, v in row.items() if k in PROBE_FIELDS}
-            if logfile is not None:
-                logfile.write(json.dumps(row) + "\n")
-                logfile.flush()
+                return [(r.model, {}) for r in runs]
+            active = [r for r in pending if r.st.step == step]
+            for run in active:
+                run.prepare()
+            drawn = draw(active) if draw is not None else [None] * len(active)
+            tokens = [run.batch(batch) for run, batch in zip(active, drawn, strict=True)]
+            for run, loss, batch in zip(active, step_fn(active, tokens), tokens, strict=True):
+                run.update(loss, batch)
     except BaseException as e:
-        full = disk_full(e, out) if out is not None else None
+        outs = [r.out for r in runs if r.out is not None]
+        full = disk_full(e, outs[0]) if outs else None
         if full is not None:
             raise full from None
         raise
     finally:
         torch.set_float32_matmul_precision(matmul_precision)
-        getattr(bar, "close", lambda: None)()
-        if logfile is not None:
-            logfile.close()
-    st.seconds += time.time() - start
-    card = _final_card(cfg, model, st, log)
-    if out is not None:
-        _write_final(Path(out), model, card, log, plan)
-    return model, card
+        for run in runs:
+            run.close()
+    return [run.finish() for run in runs]
 
 
-def _progress(enabled: bool, cfg: FixedTrainConfig, initial: int):
+class _Run:
+    """One seed's training in progress: its model, optimizer, growth log, counters and files.
+    :func:`train_runs` drives one or several (one per seed) through the same steps."""
+
+    def __init__(self, cfg, out, resume, device, progress, seeds_per_process=1, position=0):
+        if resume:
+            if out is None:
+                raise InputError("resuming needs the run folder")
+            cfg = read_run_config(Path(out))
+        if device is not None:
+            cfg = replace(cfg, device=device)
+        validate(cfg)
+        torch.set_num_threads(cfg.threads)
+        self.device = device = check_device(cfg.device)
+        self.grow = growth_steps(cfg)
+        self.ckpt_steps = set(checkpoint_steps(cfg))
+
+        if resume and latest_checkpoint(Path(out)) is None:
+            # stopped before its first checkpoint (a full disk, a kill at step 0): nothing was
+            # kept, so the run starts again from its recorded config, as it first would have
+            shutil.rmtree(Path(out) / CHECKPOINTS, ignore_errors=True)
+            (Path(out) / TRAIN_LOG).write_text("")
+            resume = False
+            model, log, plan = _initial_model(cfg)
+            opt = _optimizer(cfg, model.to(device))
+            st = _State()
+        elif resume:
+            model, opt, log, plan, st = _resume(cfg, Path(out), device)
+        else:
+            model, log, plan = _initial_model(cfg)
+            opt = _optimizer(cfg, model.to(device))
+            st = _State()
+            if out is not None:
+                out = Path(out)
+                if (out / CHECKPOINTS).exists() or (out / "card.json").exists():
+                    raise InputError(f"{out} already holds a run; resume it or pass another folder")
+                out.mkdir(parents=True, exist_ok=True)
+                (out / TRAIN_CONFIG).write_text(json.dumps(asdict(cfg), indent=1) + "\n")
+                (out / TRAIN_LOG).write_text("")
+        self.cfg, self.out, self.model, self.opt, self.log, self.plan, self.st = (
+            cfg, Path(out) if out is not None else None, model, opt, log, plan, st
+        )  # fmt: skip
+        self.resumed_at = st.step if resume else None
+        if not st.devices or st.devices[-1] != device_label(device):
+            st.devices.append(device_label(device))
+        if not st.seeds_per_process or st.seeds_per_process[-1] != seeds_per_process:
+            st.seeds_per_process.append(seeds_per_process)
+        self.logfile = open(self.out / TRAIN_LOG, "a") if self.out is not None else None
+        self.bar = _progress(progress, cfg, st.step, position)
+        self.start = time.time()
+
+    def prepare(self) -> None:
+        """Growth, checkpoint or bare resume state due before the update of this step."""
+        cfg, out, st, step = self.cfg, self.out, self.st, self.st.step
+        args = (self.model, cfg, st, self.log, self.plan)
+        if (
+            step in self.grow
+            and self.log is not None
+            and len(self.log.events) == self.grow.index(step)
+        ):
+            if out is not None:
+                _checkpoint(out, *args, None, self.start, "pre")
+            depth = len(decoder_layers(self.model))
+            source, insert_at = GROWTH_PRESETS[cfg.grow_operator](depth, cfg.grow_block)
+            _, self.opt = duplicate_layers(
+                self.model,
+                source,
+                insert_at,
+                log=self.log,
+                step=step,
+                operator=cfg.grow_operator,
+                optimizer=self.opt,
+                optimizer_state=cfg.optimizer_state,
+            )
+            if out is not None:
+                _checkpoint(out, *args, self.opt, self.start, "post")
+        elif out is not None and step in self.ckpt_steps and step != self.resumed_at:
+            _checkpoint(out, *args, self.opt, self.start, "")
+        elif (
+            out is not None
+            and cfg.state_every
+            and step % cfg.state_every == 0
+            and step not in (0, self.resumed_at)
+        ):
+            _resume_state(out, *args, self.opt, self.start)
+
+    def batch(self, batch: np.ndarray | None = None) -> torch.Tensor:
+        """This step's learning rate set and batch drawn, or ``batch`` (``batch_at`` of this
+        step, drawn elsewhere), chained into the data hash."""
+        for group in self.opt.param_groups:
+            group["lr"] = lr_at(self.cfg, self.st.step)
+        batch = batch_at(self.cfg, self.st.step) if batch is None else batch
+        st = self.st
+        st.data_sha256 = hashlib.sha256(st.data_sha256.encode() + batch.tobytes()).hexdigest()
+        return torch.from_numpy(batch).to(self.device)
+
+    def update(self, loss: float, tokens: torch.Tensor) -> None:
+        """Clip, step the optimizer over the gradients now held, count, log and monitor."""
+        cfg, st, model = self.cfg, self.st, self.model
+        step, depth = st.step, len(decoder_layers(model))
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        self.opt.step()
+        st.flops += matmul_flops_per_token(cfg, depth, tokens.shape[1]) * tokens.numel()
+        st.dense_flops += (
+            matmul_flops_per_token(cfg, cfg.reference_depth, tokens.shape[1]) * tokens.numel()
+        )
+        st.tokens += tokens.numel()
+        st.step = step + 1
+        row = {"step": st.step, "loss": loss, "lr": lr_at(cfg, step), "depth": depth}
+        if st.step % cfg.eval_every == 0 or st.step == cfg.steps:
+            score = float(induction_head_scores(model, cfg.eval_distance).max())
+            row["max_induction"] = score
+            st.history.append(
+                {"step": st.step, "loss": round(loss, 4), "score": round(score, 4), "depth": depth}
+            )
+            self.bar(st.step, loss, score, depth)
+        if cfg.probe_every and (st.step % cfg.probe_every == 0 or st.step == cfg.steps):
+            found = probe(model, n_seq=32)
+            row |= {"lookup": found.lookup, "varassign": found.varassign,
+                    "position_gap": found.position_gap}  # fmt: skip
+            entry = next((h for h in st.history if h["step"] == st.step), None)
+            if entry is None:
+                st.history.append(entry := {"step": st.step, "depth": depth})
+            entry |= {k: round(v, 4) for k, v in row.items() if k in PROBE_FIELDS}
+        if self.logfile is not None:
+            self.logfile.write(json.dumps(row) + "\n")
+            self.logfile.flush()
+
+    def close(self) -> None:
+        getattr(self.bar, "close", lambda: None)()  # ends the bar's line before any error
+        if self.logfile is not None:
+            self.logfile.close()
+            self.logfile = None
+
+    def finish(self) -> tuple[object, dict]:
+        """The card, and with ``out`` the model folder written."""
+        self.st.seconds += time.time() - self.start
+        card = _final_card(self.cfg, self.model, self.st, self.log)
+        if self.out is not None:
+            _write_final(self.out, self.model, card, self.log, self.plan)
+        return self.model, card
+
+
+def _progress(enabled: bool, cfg: FixedTrainConfig, initial: int, position: int = 0):
     from induction.progress import progress_mode
 
     if progress_mode(enabled) == "off":  # $INDUCTION_PROGRESS=off silences training too
         return lambda *a: None
     from tqdm import tqdm
 
-    bar = tqdm(total=cfg.steps, initial=initial, desc=model_name(cfg), unit="step")
+    bar = tqdm(total=cfg.steps, initial=initial, desc=model_name(cfg), unit="step",
+               position=position)  # fmt: skip
 
     def update(step, loss, score, depth):
         bar.n = step
@@ -815,6 +877,7 @@ def _final_card(cfg: FixedTrainConfig, model, st: _State, log) -> dict:
         "train_seconds": round(st.seconds, 1),
         "train_threads": cfg.threads,
         "train_device": " then ".join(st.devices),
+        "train_seeds_per_process": st.seeds_per_process,
         "train_flops": st.flops,
         "dense_equivalent_flops": st.dense_flops,
         "flops_vs_dense": round(st.flops / st.dense_flops, 4),

@@ -132,7 +132,7 @@ def zoo_path(name: str) -> Path:
 def _fetch_from_hub(name: str) -> Path:
     """``name``'s folder from the zoo's hub repository (cache first, then download); offline,
     one line naming every way to get the model."""
-    from induction.loading import _hub_offline_env, _hub_reachable
+    from induction.hub import hub_offline_env, hub_reachable
 
     repo = os.environ.get(ZOO_HUB_ENV, DEFAULT_ZOO_HUB)
     how = (
@@ -148,7 +148,7 @@ def _fetch_from_hub(name: str) -> Path:
     try:
         snapshot = snapshot_download(repo, allow_patterns=patterns, local_files_only=True)
     except Exception:
-        if _hub_offline_env() or not _hub_reachable():
+        if hub_offline_env() or not hub_reachable():
             raise ModelLoadError(how + " (the hub is unreachable: offline)") from None
         try:
             snapshot = snapshot_download(repo, allow_patterns=patterns)

@@ -238,9 +238,10 @@ def test_update_readme_replaces_only_the_block(rep_mod, tmp_path):
         rep_mod.update_readme(tmp_path / "bad.md", rep)
 
 
-def test_summary_block_sets_the_source_beside_the_zoo(rep_mod, tmp_path):
-    """README's short block: the source's figures beside each family's, and a link to the
-    full tables; nothing outside the markers changes."""
+def test_summary_block_states_the_words_and_links_the_tables(rep_mod, tmp_path):
+    """README's short block: how a word follows its interval, and a link to the full tables
+    (the verdict table itself: tests/induction/replication/test_intervals.py); nothing
+    outside the markers changes."""
     rep = _rep(rep_mod)
     readme = tmp_path / "README.md"
     start, end = rep_mod.SUMMARY_START, rep_mod.SUMMARY_END
@@ -248,8 +249,10 @@ def test_summary_block_sets_the_source_beside_the_zoo(rep_mod, tmp_path):
     rep_mod.update_summary(readme, rep, "docs/results.md#replication")
     text = readme.read_text()
     assert text.startswith("# W\n") and text.endswith("\ntail\n") and "STALE" not in text
-    assert "from 9 models (seeds per family: dense8 3, lidas8 3, looped8 3)" in text
-    assert "| claim | source | dense8 (dense) | lidas8 (LIDAS) | looped8 (looped) |" in text
+    assert "from 9 models (seeds: dense8 3, lidas8 3, looped8 3)" in text
+    from induction.replication.results import WORDS_SHORT
+
+    assert WORDS_SHORT in text
     assert "[docs/results.md](docs/results.md#replication)" in text
 
 

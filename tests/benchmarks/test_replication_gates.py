@@ -114,7 +114,7 @@ def test_verdict_readout_falls_back_to_logprob(gates_mod):
     g = _gates({"dense12": True, "lidas12": True}, cand_acc=False)
     row = gates.claims(rep, g).iloc[0]
     assert row["verdict"] == "agree" and row["zoo"].startswith("logprob:")
-    assert "+1.000" in row["decided_by"]  # the log-probability drops, 10x the others here
+    assert row["difference"] == "+1.000"  # the log-probability drops, 10x the others here
     g["pass_logprob"] = g["testable_logprob"] = False
     row = gates.claims(rep, g).iloc[0]
     assert row["verdict"] == "untestable here" and row["zoo"].startswith("cand_acc:")

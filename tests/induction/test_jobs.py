@@ -118,5 +118,5 @@ def test_every_job_takes_a_spec_or_a_loaded_model(tiny_llama_dir):
     assert a.equals(b)
     c = induction_circuits(loaded, top=1, lineage=False, **settings)
     assert isinstance(c, CircuitResult) and isinstance(c, Result)
-    f = fv_scores(loaded, FVConfig(tasks=["antonyms"], suite="words", n_prompts=2, shots=2))
+    f = fv_scores(loaded, FVConfig(tasks=["fact_word"], suite="zoofacts", n_prompts=2, shots=2))
     assert isinstance(f, Result) and len(f.to_frame()) == 2 * 4

@@ -396,5 +396,8 @@ def test_auto_chunk_fits_free_gpu_memory(tiny, monkeypatch):
     small = auto_chunk(cfg, prompts, torch.device("cuda"), False)
     with_logits = auto_chunk(cfg, prompts, torch.device("cuda"), True)
     assert 1 <= with_logits < small < 96
+    # the query-chunked scan holds no L x L pattern: more prompts fit a pass
+    no_patterns = auto_chunk(cfg, prompts, torch.device("cuda"), False, full_patterns=False)
+    assert small < no_patterns
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (2**40, 2**41))
     assert auto_chunk(cfg, prompts, torch.device("cuda"), True) == 96  # everything at once

@@ -92,7 +92,7 @@ def test_gguf_files(tmp_path):
         ("./missing", SpecNotFoundError, "no such file or folder"),
         ("missing.gguf", SpecNotFoundError, "no such file or folder"),
         ("a/b/c", SpecNotFoundError, "no such file or folder"),
-        ("dense-s99", ModelLoadError, "unknown zoo model"),
+        ("dense-s99", ModelLoadError, "is not in this install"),
         ("  ", ModelLoadError, "empty model spec"),
         (42, ModelLoadError, "cannot load a int"),
     ],

@@ -15,7 +15,7 @@ MIXED3 = {
     "num_hidden_layers": 3,
     "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
 }
-THREE = {"gemma2": MIXED3, "gemma3": MIXED3, "gpt2": {"n_layer": 3}}  # fmt: skip
+THREE = {"gemma2": MIXED3, "gemma3": MIXED3, "qwen2": MIXED3, "gpt2": {"n_layer": 3}}  # fmt: skip
 
 
 def _per_head(attn, n_heads: int, n_kv: int) -> torch.Tensor:

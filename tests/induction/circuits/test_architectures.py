@@ -21,7 +21,8 @@ from induction.loading import load_model
 FAMILIES = ["llama", "gemma2", "gemma3", "qwen2", "qwen3", "mistral", "gpt2", "gpt_neox", "phi"]
 MIXED = ["gemma2", "gemma3", "qwen2"]  # sliding and global layers in one stack
 SEQ_LEN, BATCH = 8, 3
-TOL = 2e-5
+TOL = 2e-5  # scores, losses and probabilities
+LOGIT_TOL = 2e-4  # logits (tens in size at this init)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_shortcut_keeps_each_layers_attention_type(arch, family):
     got = run_rows(v, s.tokens, start=1, resid=clean.resid[1], logits_at=s.logits_at)
     want = _plain_logits(hf, s.tokens).index_select(1, s.logits_at)
     assert v.exact_from[1], "the shortcut fell back to full passes"
-    torch.testing.assert_close(got, want, atol=TOL, rtol=1e-4)
+    torch.testing.assert_close(got, want, atol=LOGIT_TOL, rtol=1e-4)
 
 
 def test_shortcut_guard_falls_back_where_it_differs(arch, monkeypatch):
@@ -75,7 +76,7 @@ def test_shortcut_guard_falls_back_where_it_differs(arch, monkeypatch):
         got = run_rows(v, s.tokens, start=1, resid=clean.resid[1], logits_at=s.logits_at)
     assert not v.exact_from[1]
     want = _plain_logits(hf, s.tokens).index_select(1, s.logits_at)
-    torch.testing.assert_close(got, want, atol=TOL, rtol=1e-4)
+    torch.testing.assert_close(got, want, atol=LOGIT_TOL, rtol=1e-4)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -99,7 +100,7 @@ def test_zero_ablation_matches_plain(arch, plain_arch, family):
             want = _plain_logits(hf, s.tokens)
         with torch.no_grad(), ablate_heads(loaded.bridge, [(layer, head)], mode="zero"):
             got = loaded.bridge(s.tokens, return_type="logits")
-        torch.testing.assert_close(got, want, atol=TOL, rtol=1e-4)
+        torch.testing.assert_close(got, want, atol=LOGIT_TOL, rtol=1e-4)
         torch.testing.assert_close(batched[i], _nll(want, s), atol=TOL, rtol=1e-4)
     torch.testing.assert_close(clean.loss, _nll(_plain_logits(hf, s.tokens), s), atol=TOL, rtol=0)
     # null baseline: the rows of each pass where nothing is ablated give the clean loss

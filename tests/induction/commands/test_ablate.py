@@ -90,7 +90,7 @@ def test_interrupted_run_leaves_no_report_and_resumes(tiny_llama_dir, tmp_path, 
     from ablation import engine as engine_mod
 
     out = tmp_path / "r.csv"
-    real = engine_mod.Engine.evaluate
+    real = engine_mod.Engine._evaluate  # one call per forward pass of head sets
     calls = {"n": 0}
 
     def flaky(self, *a, **k):
@@ -99,10 +99,11 @@ def test_interrupted_run_leaves_no_report_and_resumes(tiny_llama_dir, tmp_path, 
             raise KeyboardInterrupt
         return real(self, *a, **k)
 
-    monkeypatch.setattr(engine_mod.Engine, "evaluate", flaky)
+    monkeypatch.setattr(engine_mod.Engine, "_evaluate", flaky)
+    # one head set per pass, so each pass is one (task, head set) evaluation of the cache
     args = [tiny_llama_dir, "--suite", "zoo", "--task", "copy", "--task", "var_depth0",
             "--n-items", 4, "--controls", 1, "--controls-shape", "uniform", "--no-readouts",
-            "--heads", "0.1,1.2", "--quiet", "--out", out]  # fmt: skip
+            "--heads", "0.1,1.2", "--head-sets-per-pass", 1, "--quiet", "--out", out]  # fmt: skip
     first = ablate(*args)
     assert first.exit_code == 130 and not out.exists()
     assert "interrupted: no report written" in first.stderr and "rerun" in first.stderr

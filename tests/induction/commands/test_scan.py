@@ -188,3 +188,27 @@ def test_output_norm_column(tmp_path):
     df = pd.read_csv(out)
     assert "output_norm" in df.columns and (df.output_norm >= 0).all()
     assert df.output_norm.max() > 0  # a trained model's heads write something
+
+
+def test_patterns_option_chunked_gives_the_eager_table(tiny_llama_dir, tmp_path):
+    """``--patterns chunked`` (query blocks, no L x L pattern) writes the table
+    ``--patterns eager`` writes, within 1e-5."""
+    tables = {}
+    for mode in ("eager", "chunked"):
+        out = tmp_path / f"{mode}.csv"
+        result = scan(
+            tiny_llama_dir, "--seq-len", 12, "--batch", 2, "--seeds", 1, "--no-loss",
+            "--scores", "induction,previous_token", "--patterns", mode, "--out", out,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        tables[mode] = pd.read_csv(out)
+    for col in ("induction", "previous_token"):
+        diff = (tables["eager"][col] - tables["chunked"][col]).abs().max()
+        assert diff <= 1e-5, (col, diff)
+
+
+def test_unknown_patterns_mode_is_one_line_error(tiny_llama_dir, tmp_path, one_line_error):
+    out = tmp_path / "s.csv"
+    result = scan(tiny_llama_dir, "--patterns", "flash", "--out", out)
+    one_line_error(result, "--patterns 'flash'", "auto, eager or chunked")
+    assert not out.exists()
