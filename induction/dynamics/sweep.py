@@ -566,8 +566,9 @@ def sweep(
     instance), which say where the work runs and leave the rows unchanged, and ``say``, a
     callback that gets one line per failed model (default: stderr)."""
     from induction.cache_integrity import intact
-    from induction.io import check_output_path, claim_output, inputs_of
+    from induction.io import check_output_path, claim_output
     from induction.progress import progress as progress_reporter
+    from induction.specs import inputs_of
 
     if settings is not None:
         if config is not None:
