@@ -48,6 +48,11 @@ class AblationConfig:
     ``num_fewshot``. ``trust_remote_code`` lets those task configs run code (``!function``
     imports, HF ``evaluate`` metric scripts, templates outside jinja2's sandbox; see
     ``docs/safety.md``); without it such a config is refused before any is loaded.
+    ``device``/``dtype`` place a model given as a spec (a loaded model stays where it is);
+    ``progress`` shows the progress bar. These three say how the run executes, not what it
+    measures: no command-line option of their own here (``induction ablate`` has ``--device``,
+    ``--dtype`` and ``--quiet``), and :meth:`to_dict` records ``device``/``dtype`` only when
+    set, so cache keys and stored configs stay as they were.
     """
 
     frac: float = option(
@@ -137,6 +142,9 @@ class AblationConfig:
         "Allow a checkpoint's own Python code, and lm-eval task configs' code (!function "
         "imports, HF evaluate metrics, templates outside the sandbox), to run.",
     )
+    device: str = "auto"
+    dtype: str | None = None
+    progress: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.lm_eval, str | list | tuple):  # "a,b", ["a", "b"]: ("a", "b")
@@ -260,13 +268,19 @@ class AblationConfig:
             del d["trust_remote_code"]
         if not self.token_loss:  # an added outcome: the few-shot keys stay as they were
             del d["token_loss"]
+        del d["progress"]  # how the run shows itself, not what it measures
+        for name, default in (("device", "auto"), ("dtype", None)):
+            if d[name] == default:  # added later: default keys stay as they were
+                del d[name]
+            else:
+                d[name] = str(d[name])  # "cuda:0", torch.float16: as text
         if self.head_sets_per_pass is None:  # speed only: the keys stay as they were
             del d["head_sets_per_pass"]
         return d
 
 
 #: Fields by the type a Python caller must pass (``AblationConfig._check_types``).
-_FLAGS = ("match_layers", "tied", "readouts", "hub", "cache", "token_loss")
+_FLAGS = ("match_layers", "tied", "readouts", "hub", "cache", "token_loss", "progress")
 _COUNTS = ("controls", "band", "shots", "n_items", "seed", "prompt_seeds", "batch",
            "max_prompt_tokens")  # fmt: skip
 _TEXTS = ("heads", "score", "suite", "exclude", "mode", "mean_over", "controls_shape")

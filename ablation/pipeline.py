@@ -12,7 +12,7 @@ induction score and report the mean F1 drop over 19 few-shot tasks; see ``docs/r
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,37 +169,39 @@ class AblationResult:
 
 def ablate(
     model: ModelLike,
-    config: AblationConfig | None = None,
+    config: AblationConfig | Mapping[str, Any] | None = None,
+    /,
     *,
-    device: str = "auto",
-    dtype: str | None = None,
     scores: pd.DataFrame | None = None,
-    progress: bool = True,
     log: Callable[[str], None] | None = None,
-    **overrides,
+    **overrides: Any,
 ) -> AblationResult:
     """Ablate the top heads of ``model`` (a spec or a :class:`~induction.LoadedModel`) and
     measure the per-task drop against random controls.
 
-    ``config`` (or keyword ``overrides`` of its fields, e.g. ``frac=0.1, controls=50``) sets
-    the experiment; ``scores`` (a detector table with ``layer``, ``head`` and the score
-    column) skips the scan that ranks heads. ``log`` receives one-line diagnostics (the heads
-    chosen, reused cache entries); the CLI sends them to stderr. Reused cache entries are
+    The one job signature (:mod:`induction.jobs`): ``config`` is an :class:`AblationConfig`
+    or a dict of its fields, and keyword ``overrides`` replace fields (``frac=0.1,
+    controls=50, device="cpu", progress=False``). Two keyword-only inputs are not settings
+    and so have no config field: ``scores`` (a detector table with ``layer``, ``head`` and
+    the score column, which skips the scan that ranks heads) is data, too large to hash into
+    a frozen config, and ``log`` is a callback that receives one-line diagnostics (the heads
+    chosen, reused cache entries; the CLI sends them to stderr). Reused cache entries are
     announced on stderr even without ``log``.
     """
     from ablation.engine import Engine, ResultCache
     from ablation.run import default_cache_path, run_ablation
     from ablation.tasks import SUITES, default_suite
+    from induction.jobs import job_config
 
-    if config is not None and not isinstance(config, AblationConfig):
+    if config is not None and not isinstance(config, AblationConfig | Mapping):
         raise InputError(
             f"config must be an AblationConfig, got {type(config).__name__}; pass "
             "AblationConfig(...) or settings as keywords (frac=0.1, ...)"
         )
-    cfg = (config or AblationConfig()).with_(**overrides)
+    cfg = job_config(AblationConfig, config, overrides, "ablation")
     say = log or (lambda _msg: None)
     if cfg.lm_eval is not None:
-        return _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log)
+        return _ablate_lm_eval(model, cfg, scores, log)
     if cfg.suite is not None and cfg.suite not in SUITES:
         suite_path = Path(cfg.suite)
         if not (cfg.suite.endswith(".jsonl") or suite_path.is_file()):
@@ -214,7 +216,7 @@ def ablate(
     tasks = None
     if cfg.suite is not None and cfg.suite not in ("zoo", "zoo19", "zootrain", "zoo4g", "regbench"):
         tasks = build_tasks(cfg, cfg.suite)  # bad task files fail before the model loads
-    loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
+    loaded = _loaded(model, cfg.device, cfg.dtype, cfg.trust_remote_code)
     suite = cfg.suite or default_suite(loaded.info, getattr(loaded, "card", None))
     if tasks is None:
         tasks = build_tasks(cfg, suite, loaded)
@@ -242,7 +244,7 @@ def ablate(
         mean_over=cfg.mean_over,
         engine=engine,
         cache=cache,
-        progress=progress,
+        progress=cfg.progress,
         log=log,
     )
     for note in plan.notes:  # never silent: on stderr even without ``log``
@@ -369,7 +371,7 @@ def silent_targets(loaded, plan, seed: int = 0) -> dict:
     }
 
 
-def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log) -> AblationResult:
+def _ablate_lm_eval(model, cfg, scores, log) -> AblationResult:
     """:func:`ablate` on lm-evaluation-harness tasks (:mod:`ablation.lm_eval_backend`): the
     same head plan, controls, cache and report; the harness's prompts, filters and metrics."""
     from ablation import lm_eval_backend as backend
@@ -379,7 +381,7 @@ def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log) -> Ablatio
 
     say = log or (lambda _msg: None)
     suite = backend.prepare(cfg)  # unknown tasks / unreachable datasets fail before loading
-    loaded = _loaded(model, device, dtype, cfg.trust_remote_code)
+    loaded = _loaded(model, cfg.device, cfg.dtype, cfg.trust_remote_code)
     backend.check_readable(suite, loaded.tokenizer)
     cache_path = default_cache_path(loaded) if cfg.cache else None
     plan = plan_for(loaded, cfg, scores, cache_path, log=say)
@@ -393,7 +395,7 @@ def _ablate_lm_eval(model, cfg, device, dtype, scores, progress, log) -> Ablatio
         mean_over=cfg.mean_over,
         batch_size=cfg.batch,
         cache=ResultCache(cache_path),
-        progress=progress,
+        progress=cfg.progress,
     )
     announce_reuse(log, run.cached, cache_path)
     meta = {**run.meta, "suite": label, "config": cfg.to_dict(), "cached_results": run.cached}

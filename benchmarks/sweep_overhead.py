@@ -51,13 +51,13 @@ def main() -> None:
     print(f"trained {run.name}: {args.steps} steps in {time.perf_counter() - t:.0f} s")
     items = sw.discover([str(run)])
     settings = sw.SweepSettings(seeds=args.seeds, device="cpu")
-    kwargs = settings.scan_kwargs()
+    config = settings.scan_config  # the ScanConfig each model of the sweep gets
 
     loaded = [induction.load_model(it.spec, device="cpu") for it in items]
-    scan(loaded[0], **kwargs)  # warm-up
+    scan(loaded[0], config)  # warm-up
     t = time.perf_counter()
     for m in loaded:
-        scan(m, **kwargs)
+        scan(m, config)
     bare = (time.perf_counter() - t) / len(items)
     del loaded
     gc.collect()

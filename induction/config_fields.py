@@ -9,6 +9,7 @@ class). A field without option metadata is not on the command line (``progress``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import Field, field
 from typing import Any
@@ -19,16 +20,34 @@ from induction.errors import InputError
 HELP = "cli_help"
 FLAGS = "cli_flags"
 PARSE = "cli_parse"  # text -> field value, for a field the command line spells as text
+CLI_DEFAULT = "cli_default"  # the command line's own default, where it differs from the field's
+CLI_TYPE = "cli_type"  # what the command line reads, for a field typed wider (a path or a table)
+METAVAR = "cli_metavar"
 
 
-def option(default: Any, help: str, *flags: str, parse: Callable[[str], Any] | None = None) -> Any:
+def option(
+    default: Any,
+    help: str,
+    *flags: str,
+    parse: Callable[[str], Any] | None = None,
+    cli: Any = dataclasses.MISSING,
+    cli_type: Any = None,
+    metavar: str | None = None,
+) -> Any:
     """A dataclass field with ``default`` whose command-line option says ``help``.
 
     ``flags``: the option's names (default ``--field-name``); a boolean may be spelt
     ``"--on/--off"``, a tuple-valued field takes the option once per value (``--task a
     --task b``). ``parse``: the option is read as text and turned into the value by it
-    (``--seeds 3`` or ``--seeds 0,1,2``)."""
-    return field(default=default, metadata={HELP: help, FLAGS: flags, PARSE: parse})
+    (``--seeds 3`` or ``--seeds 0,1,2``). ``cli``: the command line's default where it is
+    not the field's (``induction scan`` measures the loss unless ``--no-loss``; a parsed
+    option's default as the text a user would type). ``cli_type``: the type the command line
+    reads where the field takes more from Python (a path where a DataFrame may also be
+    given); ``metavar``: the value's name in ``--help``."""
+    metadata = {HELP: help, FLAGS: flags, PARSE: parse, CLI_TYPE: cli_type, METAVAR: metavar}
+    if cli is not dataclasses.MISSING:
+        metadata[CLI_DEFAULT] = cli
+    return field(default=default, metadata=metadata)
 
 
 def option_fields(config_cls: type) -> list[Field]:
@@ -42,6 +61,10 @@ def flags_of(f: Field) -> tuple[str, ...]:
     """The option names of field ``f``: its declared flags, or ``--field-name``."""
     return tuple(f.metadata.get(FLAGS) or ()) or ("--" + f.name.replace("_", "-"),)
 
+
+#: Where a model loads and in which precision: every command's ``--device``/``--dtype``.
+DEVICE_HELP = "auto (CUDA when present, else CPU), cpu, cuda, cuda:N."
+DTYPE_HELP = "float32 (default), bfloat16 or float16."
 
 # --------------------------------------------------------------------------- prompts
 # The repeated-random-token prompts ``[BOS] + r + r`` that every head-level job draws: the

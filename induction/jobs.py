@@ -6,7 +6,9 @@ or a dict of its fields, and ``overrides`` replace fields. The jobs: :func:`indu
 (``ScanConfig``), :func:`lineage.trace` (``TraceConfig``), :func:`ablation.ablate`
 (``AblationConfig``), :func:`induction.circuits.job.run` (``CircuitsConfig``),
 :func:`induction.circuits.effects.run` (``EffectsConfig``), :func:`induction.circuits.fv.run`
-(``FVConfig``). Their results meet :class:`Result`; docs/design.md follows one job through.
+(``FVConfig``), and :func:`induction.dynamics.sweep.sweep` (``SweepSettings``, which holds a
+``ScanConfig``; its models are ``sources`` and its dataset folder ``out``, both before
+``config``). Their results meet :class:`Result`; docs/design.md follows one job through.
 """
 
 from __future__ import annotations

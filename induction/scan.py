@@ -69,6 +69,7 @@ from induction.score_names import (
     INDUCTION_THRESHOLD,
     SCORES,
     Convention,
+    ScanConfig,
     check_convention,
     check_rank_by,
     check_scores,
@@ -83,54 +84,6 @@ if TYPE_CHECKING:
     from torch import Tensor
 
     from induction.specs import ModelLike
-
-
-@dataclass(frozen=True)
-class ScanConfig:
-    """Settings of a scan; every field is also a keyword of :func:`scan`.
-
-    Attributes:
-        seq_len: length ``T`` of the random block ``r``; None means the model's
-            ``default_repeat_len`` (32 for zoo models, 50 otherwise).
-        batch: prompts per seed.
-        seeds: prompt seeds (a sequence) or a count ``n`` meaning seeds ``0..n-1``.
-        scores: names from :data:`SCORES` (a list or a comma-separated string).
-        convention: ``"stripe"`` or ``"tl_mul"`` (TransformerLens ``detect_head`` "mul").
-        n_repeats: copies of ``r`` in each prompt (>= 2).
-        layers: layers to score (default all); the forward pass stops after the last one.
-        token_range: ``[lo, hi)`` id band to draw from instead of the model's ordinary range.
-        loss: also measure the in-context loss drop (needs logits: the pass runs to the end).
-        copying_tokens: at most this many ordinary tokens (a seeded sample) for ``copying``.
-        device: run there (the model is moved if it is elsewhere); None: the model's device.
-        chunk: prompts per forward pass; None sizes it to the device (about 512 tokens a pass
-            on CPU).
-        progress: report progress (:mod:`induction.progress`) when there is more than one
-            forward pass.
-        rank_by: the score the ``rank`` column follows; None: ``induction`` when computed,
-            else the first requested score.
-        patterns: how attention is read: ``"eager"`` holds each layer's whole ``L x L``
-            pattern (hooks on ``hook_pattern``), ``"chunked"`` scores blocks of queries from
-            the model's own queries and keys and never holds one (memory grows with
-            ``batch x heads x L``; :mod:`induction.query_chunks`), ``"auto"`` picks chunked
-            from :data:`induction.query_chunks.AUTO_CHUNKED_FROM` tokens on when the model
-            supports it. Both give the same scores (within 1e-5).
-    """
-
-    seq_len: int | None = None
-    batch: int = 32
-    seeds: int | Sequence[int] = DEFAULT_SEEDS
-    scores: str | Sequence[str] = SCORES
-    convention: Convention = "stripe"
-    n_repeats: int = 2
-    layers: Sequence[int] | None = None
-    token_range: tuple[int, int] | None = None
-    loss: bool = False
-    copying_tokens: int = DEFAULT_COPYING_TOKENS
-    device: str | torch.device | None = None
-    chunk: int | None = None
-    progress: bool = True
-    rank_by: str | None = None
-    patterns: str = "auto"
 
 
 @dataclass(frozen=True, eq=False)  # tensors inside: compare fields, not results

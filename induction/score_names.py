@@ -7,8 +7,16 @@ Definitions of the attention scores are in :meth:`induction.prompts.PromptLayout
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
+from induction.config_fields import (
+    SEEDS_HELP,
+    option,
+    parse_seeds,
+    prompt_batch_option,
+    seq_len_option,
+)
 from induction.errors import InputError
 
 #: A head whose induction score is at or above this is conventionally called an induction head
@@ -132,3 +140,80 @@ def head_score_provider(name: str) -> Callable[[Any], Any]:
         known = ", ".join([*SCORES, *HEAD_SCORE_PROVIDERS])
         raise InputError(f"no provider of the {name!r} head score; available: {known}")
     return HEAD_SCORE_PROVIDERS[name]
+
+
+def parse_token_range(text: str) -> tuple[int, int]:
+    """``"100:20000"`` -> ``(100, 20000)`` (``--token-range``); one-line error otherwise."""
+    try:
+        lo, hi = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise InputError(f"--token-range {text!r}: expected lo:hi, e.g. 100:20000") from None
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """Settings of a scan; every field is also a keyword of :func:`induction.scan.scan`, and
+    those with option metadata are ``induction scan``'s options (:func:`induction.config_fields.
+    option`; the command line's defaults of ``seeds``, ``scores`` and ``loss`` are its own:
+    ``--seeds 3``, every score, ``--loss``). Torch-free, so the command line can read it
+    without importing torch; :mod:`induction.scan` re-exports it.
+
+    Attributes:
+        seq_len: length ``T`` of the random block ``r``; None means the model's
+            ``default_repeat_len`` (32 for zoo models, 50 otherwise).
+        batch: prompts per seed.
+        seeds: prompt seeds (a sequence) or a count ``n`` meaning seeds ``0..n-1``.
+        scores: names from :data:`SCORES` (a list or a comma-separated string).
+        convention: ``"stripe"`` or ``"tl_mul"`` (TransformerLens ``detect_head`` "mul").
+        n_repeats: copies of ``r`` in each prompt (>= 2).
+        layers: layers to score (default all); the forward pass stops after the last one.
+        token_range: ``[lo, hi)`` id band to draw from instead of the model's ordinary range.
+        loss: also measure the in-context loss drop (needs logits: the pass runs to the end).
+        copying_tokens: at most this many ordinary tokens (a seeded sample) for ``copying``.
+        device: run there (the model is moved if it is elsewhere); None: the model's device.
+        chunk: prompts per forward pass; None sizes it to the device (about 512 tokens a pass
+            on CPU).
+        progress: report progress (:mod:`induction.progress`) when there is more than one
+            forward pass.
+        rank_by: the score the ``rank`` column follows; None: ``induction`` when computed,
+            else the first requested score.
+        patterns: how attention is read: ``"eager"`` holds each layer's whole ``L x L``
+            pattern (hooks on ``hook_pattern``), ``"chunked"`` scores blocks of queries from
+            the model's own queries and keys and never holds one (memory grows with
+            ``batch x heads x L``; :mod:`induction.query_chunks`), ``"auto"`` picks chunked
+            from :data:`induction.query_chunks.AUTO_CHUNKED_FROM` tokens on when the model
+            supports it. Both give the same scores (within 1e-5).
+    """
+
+    seq_len: int | None = seq_len_option()
+    batch: int = prompt_batch_option(32)
+    seeds: int | Sequence[int] = option(DEFAULT_SEEDS, SEEDS_HELP, parse=parse_seeds, cli="3")
+    scores: str | Sequence[str] = option(
+        SCORES, "Comma-separated scores to compute.", parse=check_scores, cli=",".join(SCORES)
+    )
+    convention: Convention = option(
+        "stripe", "stripe (second-copy queries only) or tl_mul (TransformerLens detect_head)."
+    )
+    n_repeats: int = option(2, "Copies of the random block per prompt.")
+    layers: Sequence[int] | None = None  # `induction scan --layers 2:` needs the model's depth
+    token_range: tuple[int, int] | None = option(
+        None, "Draw token ids from lo:hi instead of the default.", parse=parse_token_range
+    )
+    loss: bool = option(
+        False, "Also measure the in-context loss drop (logits).", "--loss/--no-loss", cli=True
+    )
+    copying_tokens: int = DEFAULT_COPYING_TOKENS
+    device: Any = None  # str or torch.device
+    chunk: int | None = option(None, "Prompts per forward pass (default: auto).")
+    progress: bool = True
+    rank_by: str | None = option(
+        None,
+        "Score the rank column, the table and the figures follow (one of --scores; default: "
+        "induction, else the first score).",
+    )
+    patterns: str = option(
+        "auto",
+        "auto, eager (hold each layer's L x L pattern) or chunked (score blocks of queries, "
+        "memory linear in L); auto: chunked from 1024 tokens when supported.",
+    )

@@ -12,14 +12,25 @@ summary, graph, and :func:`write_outputs`. Rendering lives in :mod:`lineage.rend
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from induction.config_fields import (
+    DEVICE_HELP,
+    DTYPE_HELP,
+    option,
+    prompt_batch_option,
+)
 from induction.errors import InputError, LineageError
 from induction.io import guards_inputs
-from induction.score_names import FV_SCORE, default_threshold, head_score_provider
-from induction.zoo.registry import DEFAULT_MODEL
+from induction.score_names import (
+    FV_SCORE,
+    INDUCTION_THRESHOLD,
+    default_threshold,
+    head_score_provider,
+)
 from lineage.log import DuplicationLog, duplication_log, folder_log
 
 if TYPE_CHECKING:
@@ -104,7 +115,26 @@ def traced_model(model: Any, device="auto", dtype=None, trust_remote_code=False)
 # --------------------------------------------------------------------------- options
 
 
-@dataclass
+def parse_trace_seeds(text: str) -> int | list[int]:
+    """``--seeds``: a count ``"3"`` or a list ``"0,1,2"``, checked as the scan checks them."""
+    from induction.prompts import normalize_seeds
+
+    try:
+        if "," in text:
+            value: int | list[int] = [int(s) for s in text.split(",") if s.strip()]
+        else:
+            value = int(text)
+    except ValueError:
+        raise InputError(
+            f"--seeds must be a count or a comma-separated list, got {text!r}"
+        ) from None
+    if isinstance(value, int) and value < 1:
+        raise InputError(f"--seeds must be at least 1, got {value}")
+    normalize_seeds(value)  # the scan's own checks (range, duplicates), before any work
+    return value
+
+
+@dataclass(frozen=True)
 class TraceConfig:
     """Options of :func:`trace` (and ``induction lineage``).
 
@@ -118,23 +148,73 @@ class TraceConfig:
     and the scans (:mod:`induction.progress`; ``induction lineage`` turns it on).
     """
 
-    log: str | Path | DuplicationLog | None = None
-    scores: Any = None
-    top: int = 12
-    initial_scores: Any = None
-    initial: Any = None
-    stage: int = 0
-    infer: bool = False
-    score: str = "induction"
-    threshold: float | None = None  # None: the score's convention (score_names.default_threshold)
-    cover: float = 0.8
-    seeds: int | list[int] = 3
-    batch: int = 32
-    device: str = "auto"
-    dtype: str | None = None
-    trust_remote_code: bool = False
-    out: str | Path | None = None
-    export: list[str | Path] | None = None
+    log: str | Path | DuplicationLog | None = option(
+        None,
+        "duplication_log.json (or a folder holding one); default: the model's.",
+        cli_type=Path | None,
+    )
+    scores: Any = option(
+        None,
+        "Score table of the model (layer, head, induction; from `induction scan --out`). "
+        "Default: scan now.",
+        cli_type=Path | None,
+    )
+    top: int = option(12, "Number of strongest heads to trace.")
+    initial_scores: Any = option(
+        None,
+        "Score table of the initial (or --stage) network: marks ancestors that were already "
+        "induction heads.",
+        cli_type=Path | None,
+    )
+    initial: Any = option(
+        None,
+        "Model spec of the initial (or --stage) network to scan instead of --initial-scores.",
+        cli_type=str | None,
+    )
+    stage: int = option(0, "Trace ancestors to this growth stage (0: the initial network).")
+    infer: bool = option(
+        False,
+        "Infer the lineage from weight similarity (for models whose log was lost); with a log, "
+        "also report how well the two agree.",
+        "--infer",
+    )
+    score: str = option(
+        "induction",
+        "Score column that ranks heads: a scan score, or fv (function-vector scores, computed "
+        "now on the model's pair tasks unless --scores has an fv column).",
+    )
+    # None: the score's convention (score_names.default_threshold)
+    threshold: float | None = option(
+        None,
+        f"Score at which a head counts as one of its kind (default {INDUCTION_THRESHOLD} for "
+        "scan scores; FV scores have no conventional one).",
+    )
+    cover: float = option(0.8, "Headline: fewest ancestors holding this share of the top heads.")
+    seeds: int | list[int] = option(
+        3,
+        "Scan now: prompt seeds, a count n (seeds 0..n-1) or a list 0,1,2 (as `induction scan "
+        "--seeds`; `ablate --seed`/`--prompt-seeds` seed its prompts).",
+        parse=parse_trace_seeds,
+    )
+    batch: int = prompt_batch_option(32)
+    device: str = option("auto", DEVICE_HELP)
+    dtype: str | None = option(None, DTYPE_HELP)
+    trust_remote_code: bool = option(
+        False, "Allow a checkpoint's own Python code to run.", "--trust-remote-code"
+    )
+    out: str | Path | None = option(
+        None,
+        "Per-head ancestry table with scores (.csv, .parquet, .json, .jsonl).",
+        "--out",
+        "-o",
+        cli_type=Path | None,
+    )
+    export: list[str | Path] | None = option(
+        None,
+        "Write the ancestry graph: .graphml, .gexf, .json (node-link), .dot or .html (repeatable).",
+        cli_type=list[Path] | None,
+        metavar="FILE",
+    )
     progress: bool = False
 
     @property
@@ -456,19 +536,22 @@ def _phase(cfg: TraceConfig, label: str):
 
 
 def trace(
-    model: ModelLike = DEFAULT_MODEL, config: TraceConfig | None = None, **options
+    model: ModelLike, config: TraceConfig | Mapping[str, Any] | None = None, /, **overrides: Any
 ) -> TraceResult:
     """Trace the ``top`` heads of ``model`` back to their ancestors at ``stage``.
 
-    ``options`` are :class:`TraceConfig` fields (``scores``, ``top``, ``initial_scores``,
-    ``initial``, ``stage``, ``infer``, ``out``, ``export``, ...); with ``config`` they
-    override its values.
+    The one job signature (:mod:`induction.jobs`): ``model`` is any spec or a loaded model
+    (``induction lineage`` defaults to :data:`induction.zoo.registry.DEFAULT_MODEL`),
+    ``config`` a :class:`TraceConfig` or a dict of its fields, and ``overrides`` its fields
+    (``scores``, ``top``, ``initial_scores``, ``initial``, ``stage``, ``infer``, ``out``,
+    ``export``, ...), replacing the config's values; an unknown one is refused in one line.
     """
+    from induction.jobs import job_config
     from lineage.ancestry import head_ancestry
     from lineage.graph import lineage_graph
     from lineage.summary import summarize
 
-    cfg = replace(config, **options) if config is not None else TraceConfig(**options)
+    cfg = job_config(TraceConfig, config, overrides, "lineage")
     cfg.check()
     with _phase(cfg, f"loading {model}" if isinstance(model, str | os.PathLike) else "loading"):
         traced = traced_model(model, **cfg.load_options)

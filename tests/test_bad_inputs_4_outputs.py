@@ -85,6 +85,7 @@ def test_every_public_save_and_plot_goes_through_the_output_guard():
         "ablation.pipeline.AblationResult",
         "ablation.token_loss.TokenLossResult",
         "lineage.log.DuplicationLog",
+        "induction.dynamics.sweep.SweepReport",
     } <= set(writers)
     for name, cls in writers.items():
         assert getattr(cls.save, "guards_inputs", False), f"{name}.save skips the output guard"

@@ -19,7 +19,15 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import typer
 
-from induction.config_fields import HELP, PARSE, flags_of, option_fields
+from induction.config_fields import (
+    CLI_DEFAULT,
+    CLI_TYPE,
+    HELP,
+    METAVAR,
+    PARSE,
+    flags_of,
+    option_fields,
+)
 
 _SEQUENCES = (tuple, list, collections.abc.Sequence)
 
@@ -62,10 +70,11 @@ def config_parameters(config_cls: type) -> list[inspect.Parameter]:
     hints = typing.get_type_hints(config_cls)
     found = []
     for f in option_fields(config_cls):
-        default, kind = _default(f), cli_type(hints[f.name])
+        default = f.metadata[CLI_DEFAULT] if CLI_DEFAULT in f.metadata else _default(f)
+        kind = f.metadata.get(CLI_TYPE) or cli_type(hints[f.name])
         if f.metadata.get(PARSE) is not None:  # spelt as text on the command line
             default, kind = (None if default is None else str(default)), str
-        option = typer.Option(*flags_of(f), help=f.metadata[HELP])
+        option = typer.Option(*flags_of(f), help=f.metadata[HELP], metavar=f.metadata.get(METAVAR))
         found.append(
             inspect.Parameter(
                 f.name,
@@ -98,7 +107,13 @@ def config_command(config_cls: type, **fixed: Any) -> Callable[[Callable], Calla
             for f in option_fields(config_cls)
             if f.name in names and f.metadata.get(PARSE) is not None
         }
-        sequences = {n for n in names if n not in parsers and _is_sequence(hints[n])}
+        sequences = {
+            f.name
+            for f in option_fields(config_cls)
+            if f.name in names
+            and f.name not in parsers
+            and _is_sequence(f.metadata.get(CLI_TYPE) or hints[f.name])
+        }
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> Any:

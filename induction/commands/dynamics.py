@@ -10,9 +10,12 @@ from typing import Annotated
 
 import typer
 
-from induction.commands.options import DeviceOpt, DtypeOpt, PromptBatchOpt, SeqLenOpt
+from induction.commands.config_options import config_command
+from induction.commands.options import PromptBatchOpt, SeqLenOpt
+from induction.dynamics.sweep import SWEEP_SCAN, SWEEP_SCORES, SweepSettings
 
 
+@config_command(SweepSettings)
 def sweep(
     sources: Annotated[
         list[str],
@@ -36,31 +39,14 @@ def sweep(
             help="Comma-separated scan scores, and fv for function-vector scores (slower: "
             "patching on the model's pair tasks).",
         ),
-    ] = "induction,prefix_matching,duplicate_token,previous_token",
+    ] = ",".join(SWEEP_SCORES),
     seq_len: SeqLenOpt = None,
-    batch: PromptBatchOpt = 32,
+    batch: PromptBatchOpt = SWEEP_SCAN.batch,
     seeds: Annotated[int, typer.Option("--seeds", help="Prompt seeds.")] = 3,
     loss: Annotated[
         bool, typer.Option("--loss", help="Also the in-context loss (first vs repeated copy).")
     ] = False,
-    depth: Annotated[
-        bool, typer.Option("--depth", help="Also the per-layer depth angles.")
-    ] = False,
-    lineage: Annotated[
-        bool, typer.Option("--lineage", help="Also each head's primary ancestor (grown models).")
-    ] = False,
-    ablate: Annotated[
-        bool,
-        typer.Option("--ablate", help="Also ablate the top 20% heads (default suite; slow)."),
-    ] = False,
-    fv_corruption: Annotated[
-        str,
-        typer.Option(
-            "--fv-corruption",
-            help="With fv: shuffled (Todd et al.'s labels) or foreign (other tasks' answers; "
-            "see `induction fv --help`).",
-        ),
-    ] = "shuffled",
+    config: SweepSettings = SweepSettings(),
     workers: Annotated[int, typer.Option("--workers", help="Local worker processes.")] = 1,
     ray: Annotated[
         str | None,
@@ -71,14 +57,13 @@ def sweep(
             metavar="ADDRESS",
         ),
     ] = None,
-    device: DeviceOpt = "auto",
-    dtype: DtypeOpt = None,
 ) -> None:
     """Scan many models or checkpoints into a resumable Parquet dataset. A run folder is its
     whole checkpoint series; a zoo name is its final model (a note says how to sweep the
     series it ships)."""
+    import dataclasses
+
     from induction.dynamics.series import series_hint
-    from induction.dynamics.sweep import SweepSettings
     from induction.dynamics.sweep import sweep as run_sweep
     from induction.errors import InputError
     from induction.score_names import check_sweep_scores
@@ -86,24 +71,15 @@ def sweep(
     if batch < 1 or seeds < 1:
         raise InputError("--batch and --seeds must be >= 1")
     names = check_sweep_scores(scores)
-    settings = SweepSettings(
-        scores=names,
-        seq_len=seq_len,
-        batch=batch,
-        seeds=seeds,
-        loss=loss,
-        depth=depth,
-        lineage=lineage,
-        ablate=ablate,
-        fv_corruption=fv_corruption,
-        device=device,
-        dtype=dtype,
+    # the scan each model gets (its options here are the sweep's own: four scores and fv)
+    settings = dataclasses.replace(
+        config, scores=names, seq_len=seq_len, batch=batch, seeds=seeds, loss=loss
     )
     revs = revisions.split(",") if revisions is not None else None
     if revs is None:  # a name whose folder ships a series: say how to sweep the series
         for hint in filter(None, map(series_hint, sources)):
             typer.echo(f"note: {hint}", err=True)
-    report = run_sweep(sources, out, revisions=revs, settings=settings, workers=workers, ray=ray)
+    report = run_sweep(sources, out, settings, revisions=revs, workers=workers, ray=ray)
     typer.echo(report.summary())
     if report.failed:
         typer.echo(f"failed ({len(report.failed)}):", err=True)

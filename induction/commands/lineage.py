@@ -11,120 +11,20 @@ from typing import Annotated
 
 import typer
 
-from induction.commands.options import (
-    DEFAULT_MODEL,
-    DeviceOpt,
-    DtypeOpt,
-    ModelArg,
-    PromptBatchOpt,
-    TrustRemoteCodeOpt,
-)
+from induction.commands.config_options import config_command
+from induction.commands.options import DEFAULT_MODEL, ModelArg
 from induction.errors import InputError, LineageError
+from lineage.api import TraceConfig
 from lineage.log import MAX_STEP
-from lineage.summary import INDUCTION_THRESHOLD
 
 
+@config_command(TraceConfig, progress=True)
 def lineage(
     model: ModelArg = DEFAULT_MODEL,
-    log: Annotated[
-        Path | None,
-        typer.Option(
-            "--log", help="duplication_log.json (or a folder holding one); default: the model's."
-        ),
-    ] = None,
-    scores: Annotated[
-        Path | None,
-        typer.Option(
-            "--scores",
-            help="Score table of the model (layer, head, induction; from `induction scan --out`). "
-            "Default: scan now.",
-        ),
-    ] = None,
-    top: Annotated[int, typer.Option("--top", help="Number of strongest heads to trace.")] = 12,
-    export: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--export",
-            metavar="FILE",
-            help="Write the ancestry graph: .graphml, .gexf, .json (node-link), .dot or .html "
-            "(repeatable).",
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Per-head ancestry table with scores (.csv, .parquet, .json, .jsonl).",
-        ),
-    ] = None,
-    initial_scores: Annotated[
-        Path | None,
-        typer.Option(
-            "--initial-scores",
-            help="Score table of the initial (or --stage) network: marks ancestors that were "
-            "already induction heads.",
-        ),
-    ] = None,
-    initial: Annotated[
-        str | None,
-        typer.Option(
-            "--initial",
-            help="Model spec of the initial (or --stage) network to scan instead of "
-            "--initial-scores.",
-        ),
-    ] = None,
-    stage: Annotated[
-        int,
-        typer.Option(
-            "--stage", help="Trace ancestors to this growth stage (0: the initial network)."
-        ),
-    ] = 0,
-    infer: Annotated[
-        bool,
-        typer.Option(
-            "--infer",
-            help="Infer the lineage from weight similarity (for models whose log was lost); with "
-            "a log, also report how well the two agree.",
-        ),
-    ] = False,
-    score: Annotated[
-        str,
-        typer.Option(
-            "--score",
-            help="Score column that ranks heads: a scan score, or fv (function-vector scores, "
-            "computed now on the model's pair tasks unless --scores has an fv column).",
-        ),
-    ] = "induction",
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold",
-            help=f"Score at which a head counts as one of its kind (default {INDUCTION_THRESHOLD} "
-            "for scan scores; FV scores have no conventional one).",
-        ),
-    ] = None,
-    cover: Annotated[
-        float,
-        typer.Option(
-            "--cover", help="Headline: fewest ancestors holding this share of the top heads."
-        ),
-    ] = 0.8,
-    seeds: Annotated[
-        str,
-        typer.Option(
-            "--seeds",
-            help="Scan now: prompt seeds, a count n (seeds 0..n-1) or a list 0,1,2 (as "
-            "`induction scan --seeds`; `ablate --seed`/`--prompt-seeds` seed its prompts).",
-        ),
-    ] = "3",
-    batch: PromptBatchOpt = 32,
+    config: TraceConfig = TraceConfig(),
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON instead of tables.")
     ] = False,
-    device: DeviceOpt = "auto",
-    dtype: DtypeOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Trace the strongest induction heads back to their ancestors in the initial network."""
     import math
@@ -134,43 +34,31 @@ def lineage(
     from lineage.api import trace
     from lineage.export import SUFFIXES
 
-    if initial is not None and initial_scores is not None:
+    initial, out, export = config.initial, config.out, config.export_paths
+    if initial is not None and config.initial_scores is not None:
         raise InputError("pass either --initial or --initial-scores, not both")
-    if top < 1:
-        raise InputError(f"--top must be a positive integer, got {top}")
-    if not 0 < cover <= 1:
-        raise InputError(f"--cover must be in (0, 1], got {cover}; e.g. 0.8")
+    if config.top < 1:
+        raise InputError(f"--top must be a positive integer, got {config.top}")
+    if not 0 < config.cover <= 1:
+        raise InputError(f"--cover must be in (0, 1], got {config.cover}; e.g. 0.8")
+    threshold = config.threshold
     if threshold is not None and not math.isfinite(threshold):
         raise InputError(f"--threshold must be a finite score, got {threshold}; e.g. 0.4")
     check_output_path(out, TABLE_SUFFIXES, "--out")
-    for path in export or []:
+    for path in export:
         check_output_path(path, tuple(SUFFIXES), "--export")
     check_outputs(
-        {"--out": out, "--export": export or []},
-        [*model_inputs(model), *model_inputs(initial), log, scores, initial_scores],
+        {"--out": out, "--export": export},
+        [
+            *model_inputs(model),
+            *model_inputs(initial),
+            config.log,
+            config.scores,
+            config.initial_scores,
+        ],
     )
-    with claim_outputs([out, *(export or [])]):  # one writer per output for the whole run
-        result = trace(
-            model,
-            log=log,
-            scores=scores,
-            top=top,
-            initial_scores=initial_scores,
-            initial=initial,
-            stage=stage,
-            infer=infer,
-            score=score,
-            threshold=threshold,
-            cover=cover,
-            seeds=_parse_seeds(seeds),
-            batch=batch,
-            device=device,
-            dtype=dtype,
-            trust_remote_code=trust_remote_code,
-            out=out,
-            export=export or [],
-            progress=True,
-        )
+    with claim_outputs([out, *export]):  # one writer per output for the whole run
+        result = trace(model, config)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -273,24 +161,6 @@ def grow(
     typer.echo(f"layer sources: {order}")
     if event.zeroed:
         typer.echo(f"zero-output copies (o_proj/down_proj = 0, write nothing): {event.zeroed}")
-
-
-def _parse_seeds(text: str) -> int | list[int]:
-    from induction.prompts import normalize_seeds
-
-    try:
-        if "," in text:
-            value: int | list[int] = [int(s) for s in text.split(",") if s.strip()]
-        else:
-            value = int(text)
-    except ValueError:
-        raise InputError(
-            f"--seeds must be a count or a comma-separated list, got {text!r}"
-        ) from None
-    if isinstance(value, int) and value < 1:
-        raise InputError(f"--seeds must be at least 1, got {value}")
-    normalize_seeds(value)  # the scan's own checks (range, duplicates), before any work
-    return value
 
 
 __all__ = ["grow", "lineage", "LineageError"]

@@ -17,7 +17,13 @@ from typing import Annotated
 
 import typer
 
-from induction.config_fields import PROMPT_BATCH_HELP, SEEDS_HELP, SEQ_LEN_HELP
+from induction.config_fields import (
+    DEVICE_HELP,
+    DTYPE_HELP,
+    PROMPT_BATCH_HELP,
+    SEEDS_HELP,
+    SEQ_LEN_HELP,
+)
 from induction.zoo.registry import DEFAULT_MODEL  # noqa: F401  (re-exported)
 
 ModelArg = Annotated[
@@ -34,7 +40,7 @@ ModelOpt = Annotated[
 ]
 DeviceOpt = Annotated[
     str,
-    typer.Option("--device", help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N."),
+    typer.Option("--device", help=DEVICE_HELP),
 ]
 DeviceMapOpt = Annotated[
     str | None,
@@ -44,7 +50,7 @@ DeviceMapOpt = Annotated[
 ]
 DtypeOpt = Annotated[
     str | None,
-    typer.Option("--dtype", help="float32 (default), bfloat16 or float16."),
+    typer.Option("--dtype", help=DTYPE_HELP),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (prompts, sampling).")]
 OutOpt = Annotated[

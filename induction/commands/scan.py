@@ -7,42 +7,26 @@ from typing import Annotated
 
 import typer
 
+from induction.commands.config_options import config_command
 from induction.commands.options import (
     DEFAULT_MODEL,
     DeviceOpt,
     DtypeOpt,
     ModelArg,
     OutOpt,
-    PromptBatchOpt,
-    SeedsOpt,
-    SeqLenOpt,
     TrustRemoteCodeOpt,
 )
 from induction.errors import InputError
-from induction.score_names import PATTERN_MODES
-
-_ALL_SCORES = "induction,prefix_matching,duplicate_token,previous_token,copying"
+from induction.score_names import PATTERN_MODES, ScanConfig
 
 
+@config_command(ScanConfig)
 def scan(
     model: ModelArg = DEFAULT_MODEL,
-    seq_len: SeqLenOpt = None,
-    batch: PromptBatchOpt = 32,
-    seeds: SeedsOpt = "3",
+    config: ScanConfig = ScanConfig(),
     top: Annotated[
         int, typer.Option("--top", help="Heads shown in the table and the --bar chart.")
     ] = 10,
-    scores: Annotated[
-        str, typer.Option("--scores", help="Comma-separated scores to compute.")
-    ] = _ALL_SCORES,
-    rank_by: Annotated[
-        str | None,
-        typer.Option(
-            "--rank-by",
-            help="Score the rank column, the table and the figures follow (one of --scores; "
-            "default: induction, else the first score).",
-        ),
-    ] = None,
     output_norm: Annotated[
         bool,
         typer.Option(
@@ -51,38 +35,9 @@ def scan(
             "write nothing, e.g. zero-initialised copies of llama-pro growth).",
         ),
     ] = False,
-    convention: Annotated[
-        str,
-        typer.Option(
-            "--convention",
-            help="stripe (second-copy queries only) or tl_mul (TransformerLens detect_head).",
-        ),
-    ] = "stripe",
-    n_repeats: Annotated[
-        int, typer.Option("--n-repeats", help="Copies of the random block per prompt.")
-    ] = 2,
-    token_range: Annotated[
-        str | None,
-        typer.Option("--token-range", help="Draw token ids from lo:hi instead of the default."),
-    ] = None,
     layers: Annotated[
         str | None, typer.Option("--layers", help="Layers to score: 0,3,5 or 2:6 (half-open).")
     ] = None,
-    loss: Annotated[
-        bool,
-        typer.Option("--loss/--no-loss", help="Also measure the in-context loss drop (logits)."),
-    ] = True,
-    chunk: Annotated[
-        int | None, typer.Option("--chunk", help="Prompts per forward pass (default: auto).")
-    ] = None,
-    patterns: Annotated[
-        str,
-        typer.Option(
-            "--patterns",
-            help="auto, eager (hold each layer's L x L pattern) or chunked (score blocks of "
-            "queries, memory linear in L); auto: chunked from 1024 tokens when supported.",
-        ),
-    ] = "auto",
     out: OutOpt = None,
     plot: Annotated[
         Path | None,
@@ -104,22 +59,21 @@ def scan(
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Score every attention head on repeated random tokens and rank the induction heads."""
-    from induction.score_names import check_rank_by, check_scores
+    from induction.prompts import normalize_seeds
+    from induction.score_names import check_rank_by
 
-    names = check_scores(scores)
-    rank_by = check_rank_by(rank_by, names)
-    seed_list = _parse_seeds(seeds)
-    if batch <= 0:
-        raise InputError(f"batch must be a positive integer, got {batch}")
+    check_rank_by(config.rank_by, config.scores)
+    normalize_seeds(config.seeds)  # before any work
+    if config.batch <= 0:
+        raise InputError(f"batch must be a positive integer, got {config.batch}")
     if top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
-    if chunk is not None and chunk < 1:
-        raise InputError(f"--chunk must be a positive integer, got {chunk}; or leave it out")
-    if patterns not in PATTERN_MODES:
-        raise InputError(f"--patterns {patterns!r}: choose auto, eager or chunked")
-    band = _parse_range(token_range) if token_range else None
+    if config.chunk is not None and config.chunk < 1:
+        raise InputError(f"--chunk must be a positive integer, got {config.chunk}; or leave it out")
+    if config.patterns not in PATTERN_MODES:
+        raise InputError(f"--patterns {config.patterns!r}: choose auto, eager or chunked")
     _check_outputs(model, out, plot, bar)
 
     from induction.io import claim_outputs, wrote
@@ -139,22 +93,7 @@ def scan(
         layer_list = _parse_layers(layers, loaded.info.n_layers) if layers else None
         from induction.scan import scan as run_scan
 
-        result = run_scan(
-            loaded,
-            seq_len=seq_len,
-            batch=batch,
-            seeds=seed_list,
-            scores=names,
-            convention=convention,
-            n_repeats=n_repeats,
-            layers=layer_list,
-            token_range=band,
-            loss=loss,
-            chunk=chunk,
-            progress=True,
-            rank_by=rank_by,
-            patterns=patterns,
-        )
+        result = run_scan(loaded, config, layers=layer_list)
         df = result.to_frame()
         if output_norm:
             from induction.output_norm import add_output_norm
@@ -183,30 +122,6 @@ def scan(
 
 
 # --------------------------------------------------------------------------- parsing
-
-
-def _parse_seeds(text: str) -> int | tuple[int, ...]:
-    from induction.prompts import normalize_seeds
-
-    text = text.strip()
-    try:
-        if "," in text:
-            value: int | tuple[int, ...] = tuple(int(s) for s in text.split(",") if s.strip())
-        else:
-            value = int(text)
-    except ValueError:
-        raise InputError(
-            f"--seeds {text!r}: give a count (3) or comma-separated integers (0,1,2)"
-        ) from None
-    return normalize_seeds(value)
-
-
-def _parse_range(text: str) -> tuple[int, int]:
-    try:
-        lo, hi = (int(x) for x in text.split(":"))
-    except ValueError:
-        raise InputError(f"--token-range {text!r}: expected lo:hi, e.g. 100:20000") from None
-    return lo, hi
 
 
 def _parse_layers(text: str, n_layers: int) -> list[int]:

@@ -4,8 +4,9 @@
 
     from induction.dynamics.sweep import SweepSettings, sweep
 
-    report = sweep(["runs/lidas8-s0"], "sweeps/lidas8", settings=SweepSettings(loss=True))
+    report = sweep(["runs/lidas8-s0"], "sweeps/lidas8", SweepSettings(loss=True))
     report.failed        # [(item, one-line message), ...]
+    report.to_frame()    # the dataset's rows of these settings; .save(path), .plot(path)
 
 Sources (:func:`discover`): a fixed-protocol run folder (its ``checkpoints/step-*``, each
 ``step-N-pre`` before ``step-N``, then the final model), any model spec, or, with
@@ -30,15 +31,21 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from induction.config_fields import DEVICE_HELP, DTYPE_HELP, option
 from induction.dynamics import dataset as ds
 from induction.errors import InputError, WorkbenchError
 from induction.fingerprint import fingerprint, source_hash
+from induction.io import guards_inputs
+from induction.score_names import ScanConfig
 from lineage.log import MAX_STEP
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The sweep's code enters the settings hash with every whole package it depends on
 #: (:func:`induction.fingerprint.code_packages`): a change to how scores are computed
@@ -67,51 +74,96 @@ class SweepItem:
         return f"{self.model} {self.checkpoint} ({self.spec}{at})"
 
 
-@dataclass(frozen=True)
-class SweepSettings:
-    """What each model gets: scan settings (:class:`induction.scan.ScanConfig` fields) and
-    the optional score sets. ``scores`` may hold ``fv``: function-vector scores
-    (:func:`induction.circuits.fv.fv_scores`, its defaults but ``fv_corruption``) beside the
-    scan's, per head.
-    ``device``/``dtype`` say where it runs and are not hashed."""
+#: What a sweep's scan of each model measures unless told otherwise: four scores over three
+#: prompt seeds (each model's own progress bar is off; the sweep has one).
+SWEEP_SCORES = ("induction", "prefix_matching", "duplicate_token", "previous_token")
+SWEEP_SCAN = ScanConfig(scores=SWEEP_SCORES, batch=32, seeds=3, progress=False)
+#: ScanConfig fields that say how a scan runs, not what it measures: never hashed.
+_RUN_SCAN_FIELDS = ("device", "chunk", "progress", "rank_by", "patterns")
 
-    scores: tuple[str, ...] = ("induction", "prefix_matching", "duplicate_token", "previous_token")
-    seq_len: int | None = None
-    batch: int = 32
-    seeds: int = 3
-    n_repeats: int = 2
-    convention: str = "stripe"
-    loss: bool = False
-    depth: bool = False
-    lineage: bool = False
-    ablate: bool = False
+
+@dataclass(frozen=True, init=False)
+class SweepSettings:
+    """What each model gets: a scan (``scan``, a :class:`induction.scan.ScanConfig`, default
+    :data:`SWEEP_SCAN`) and the optional score sets. ``fv``: function-vector scores
+    (:func:`induction.circuits.fv.fv_scores`, its defaults but ``fv_corruption``) beside the
+    scan's, per head. ``device``/``dtype`` say where models load and ``progress`` shows the
+    sweep's bar; none of the three is hashed.
+
+    Built like any job config: ``SweepSettings(ScanConfig(...), depth=True)``, or flat, with
+    ScanConfig fields as keywords (``SweepSettings(seeds=1, batch=4, loss=True)``); a
+    ``scores`` list may hold ``fv`` (``scores=("induction", "fv")``)."""
+
+    scan: ScanConfig = SWEEP_SCAN
+    fv: bool = False
+    depth: bool = option(False, "Also the per-layer depth angles.", "--depth")
+    lineage: bool = option(False, "Also each head's primary ancestor (grown models).", "--lineage")
+    ablate: bool = option(False, "Also ablate the top 20% heads (default suite; slow).", "--ablate")
     ablate_frac: float = 0.2
     ablate_controls: int = 5
-    fv_corruption: str = "shuffled"
-    device: str = field(default="auto", compare=False)
-    dtype: str | None = field(default=None, compare=False)
+    fv_corruption: str = option(
+        "shuffled",
+        "With fv: shuffled (Todd et al.'s labels) or foreign (other tasks' answers; see "
+        "`induction fv --help`).",
+    )
+    # where models load: options of `induction sweep`, not compared, not hashed
+    device: str = field(
+        default="auto", compare=False, metadata=option("auto", DEVICE_HELP).metadata
+    )
+    dtype: str | None = field(
+        default=None, compare=False, metadata=option(None, DTYPE_HELP).metadata
+    )
+    progress: bool = field(default=True, compare=False)
+
+    def __init__(self, scan: ScanConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
+        from induction.jobs import job_config
+        from induction.score_names import FV_SCORE
+
+        own = {f.name: f.default for f in dataclasses.fields(self) if f.name != "scan"}
+        unknown = set(settings) - set(own) - {f.name for f in dataclasses.fields(ScanConfig)}
+        if unknown:
+            known = sorted({*own, *(f.name for f in dataclasses.fields(ScanConfig))})
+            raise InputError(
+                f"unknown sweep setting {sorted(unknown)[0]!r}; known: {', '.join(known)}"
+            )
+        values = {k: settings.pop(k, v) for k, v in own.items()}
+        scores = settings.get("scores")
+        if scores is not None:  # the sweep's list may name fv beside the scan's scores
+            names = [n.strip() for n in scores.split(",")] if isinstance(scores, str) else scores
+            names = list(names)
+            values["fv"] = bool(values["fv"]) or FV_SCORE in names
+            settings["scores"] = tuple(n for n in names if n != FV_SCORE)
+        base = SWEEP_SCAN if scan is None else scan
+        if isinstance(base, Mapping):
+            base = dataclasses.replace(SWEEP_SCAN, **base)
+        object.__setattr__(self, "scan", job_config(ScanConfig, base, settings, "sweep scan"))
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         """Settings every model would refuse are refused once, before the dataset exists (the
         limits of one model, its context length, are checked per model)."""
-        from induction.prompts import MIN_SEQ_LEN, normalize_seeds
+        from induction.config_fields import normalize_seeds  # torch-free: the CLI builds one
         from induction.score_names import check_convention, check_sweep_scores
 
         check_sweep_scores(self.scores)
-        if not self.scan_scores and (self.loss or self.ablate):
-            what = "--loss" if self.loss else "--ablate"
+        if not self.scan_scores and (self.scan.loss or self.ablate):
+            what = "--loss" if self.scan.loss else "--ablate"
             raise InputError(f"{what} needs a scan score beside fv; e.g. --scores induction,fv")
-        check_convention(self.convention)
-        normalize_seeds(self.seeds)
-        for name, value, least in (("--batch", self.batch, 1), ("--n-repeats", self.n_repeats, 2),
+        check_convention(self.scan.convention)
+        normalize_seeds(self.scan.seeds)
+        for name, value, least in (("--batch", self.scan.batch, 1),
+                                   ("--n-repeats", self.scan.n_repeats, 2),
                                    ("--ablate-controls", self.ablate_controls, 1)):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
-        seq = self.seq_len
-        if seq is not None and (
-            isinstance(seq, bool) or not isinstance(seq, int) or seq < MIN_SEQ_LEN
-        ):
-            raise InputError(f"--seq-len must be an integer >= {MIN_SEQ_LEN}, got {seq!r}")
+        seq = self.scan.seq_len
+        if seq is not None:
+            from induction.prompts import MIN_SEQ_LEN
+
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq < MIN_SEQ_LEN:
+                raise InputError(f"--seq-len must be an integer >= {MIN_SEQ_LEN}, got {seq!r}")
         if not 0 < self.ablate_frac <= 1:
             raise InputError(f"--ablate-frac must be in (0, 1], got {self.ablate_frac}")
         from induction.circuits.config import CORRUPTIONS
@@ -122,45 +174,51 @@ class SweepSettings:
             )
 
     def hash(self) -> str:
-        """12 hex digits over the settings (not device or dtype) and the scoring code."""
-        d = dataclasses.asdict(self)
-        d.pop("device")
-        d.pop("dtype")
-        if not self.ablate:
-            d.pop("ablate_frac")
-            d.pop("ablate_controls")
-        if not self.fv or self.fv_corruption == "shuffled":  # datasets from before the field
-            d.pop("fv_corruption")
+        """12 hex digits over the settings (the scan's fields but those that only say how it
+        runs, :data:`_RUN_SCAN_FIELDS`; not device, dtype or progress) and the scoring code.
+        The code is hashed whole (:func:`induction.fingerprint.source_hash`), so any change
+        to it, this module's included, gives new digits: the datasets are computed again."""
+        scan = {
+            f.name: getattr(self.scan, f.name)
+            for f in dataclasses.fields(ScanConfig)
+            if f.name not in _RUN_SCAN_FIELDS
+        }
+        d: dict[str, Any] = {
+            **scan,
+            "scores": self.scores,
+            "depth": self.depth,
+            "lineage": self.lineage,
+            "ablate": self.ablate,
+        }
+        if self.ablate:
+            d.update(ablate_frac=self.ablate_frac, ablate_controls=self.ablate_controls)
+        if self.fv:
+            d["fv_corruption"] = self.fv_corruption
         return fingerprint(d, source_hash(CODE), length=12)
 
     @property
-    def scan_scores(self) -> tuple[str, ...]:
+    def scores(self) -> tuple[str, ...]:
+        """Every score the sweep writes: the scan's, then ``fv`` when asked for."""
         from induction.score_names import FV_SCORE
 
-        return tuple(s for s in self.scores if s != FV_SCORE)
+        return (*self.scan_scores, *((FV_SCORE,) if self.fv else ()))
 
     @property
-    def fv(self) -> bool:
-        from induction.score_names import FV_SCORE
+    def scan_scores(self) -> tuple[str, ...]:
+        names = self.scan.scores
+        return tuple(n.strip() for n in names.split(",")) if isinstance(names, str) else (*names,)
 
-        return FV_SCORE in self.scores
-
-    def scan_kwargs(self) -> dict[str, Any]:
-        return dict(
-            scores=list(self.scan_scores),
-            seq_len=self.seq_len,
-            batch=self.batch,
-            seeds=self.seeds,
-            n_repeats=self.n_repeats,
-            convention=self.convention,
-            loss=self.loss,
-            progress=False,
-        )
+    @property
+    def scan_config(self) -> ScanConfig:
+        """The scan each model gets: :attr:`scan` without its progress bar."""
+        return dataclasses.replace(self.scan, progress=False)
 
 
 @dataclass
 class SweepReport:
-    """What a sweep did: counts, failures (item, message) and the wall time."""
+    """What a sweep did: counts, failures (item, message) and the wall time; its rows are the
+    dataset's rows of these settings (:meth:`to_frame`, :meth:`save`, :meth:`plot`: the
+    job result protocol, :class:`induction.jobs.Result`)."""
 
     out: Path
     items: int = 0
@@ -169,6 +227,44 @@ class SweepReport:
     computed: int = 0
     failed: list[tuple[SweepItem, str]] = field(default_factory=list)
     seconds: float = 0.0
+    settings_hash: str | None = None  # the rows of these settings; None: every row
+    #: what the sweep read (its model folders) and the dataset itself: never written over
+    inputs: tuple[Path, ...] = field(default=(), repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The dataset's rows of this sweep's settings, one per (model, checkpoint, score,
+        layer, head) (:func:`induction.dynamics.dataset.read_dataset`)."""
+        rows = ds.read_dataset(self.out)
+        if self.settings_hash is not None:
+            rows = rows[rows["settings_hash"] == self.settings_hash].reset_index(drop=True)
+        return rows
+
+    @guards_inputs
+    def save(self, path: str | Path) -> Path:
+        """Write :meth:`to_frame` as a table (.csv, .parquet, .json, .jsonl), atomically."""
+        from induction.io import write_table
+
+        return write_table(self.to_frame(), path)
+
+    @guards_inputs
+    def plot(
+        self, path: str | Path | None = None, *, model: str | None = None, score: str = "induction"
+    ) -> Any:
+        """The timeline figure (:func:`induction.dynamics.timeline.build_timeline`) of
+        ``model`` (default: the dataset's only one) by ``score``; written to ``path`` when
+        given (.html or .png), as ``induction timeline`` draws it."""
+        from induction.dynamics.timeline import build_timeline
+
+        fig = build_timeline(
+            self.to_frame(), model=model, score=score, settings=self.settings_hash
+        ).figure()
+        if path is not None:
+            from induction.plots import save_figure
+
+            note = save_figure(fig, path)
+            if note:
+                raise InputError(note)
+        return fig
 
     def summary(self) -> str:
         parts = [f"{self.computed} scored", f"{self.done} already done"]
@@ -348,7 +444,7 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
         reloader = _RELOADERS[key] = Reloader(settings.device, settings.dtype)
     loaded = reloader.load(item.spec, revision=item.revision)
     chash = chash or loaded_model_hash(loaded)
-    result = scan(loaded, **settings.scan_kwargs()) if settings.scan_scores else None
+    result = scan(loaded, settings.scan_config) if settings.scan_scores else None
     rows = _Rows()
     n_heads = int(loaded.info.n_heads)
     for name in result.scores if result is not None else ():
@@ -370,7 +466,7 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
     if settings.depth:
         from induction.depth import depth_angles
 
-        ang = depth_angles(loaded, batch=min(settings.batch, 8), seq_len=settings.seq_len)
+        ang = depth_angles(loaded, batch=min(settings.scan.batch, 8), seq_len=settings.scan.seq_len)
         for layer, (m, s) in enumerate(zip(ang.state_mean, ang.state_std, strict=True)):
             rows.add(layer, None, "depth_state_angle", m, s)
         for layer, (m, s) in enumerate(zip(ang.update_mean, ang.update_std, strict=True)):
@@ -448,22 +544,45 @@ class _Rows:
 def sweep(
     sources: Sequence[str],
     out: str | Path,
+    config: SweepSettings | Mapping[str, Any] | None = None,
+    /,
     *,
     revisions: Sequence[str] | None = None,
-    settings: SweepSettings | None = None,
     workers: int = 1,
     ray: str | None = None,
-    progress: bool = True,
     say: Callable[[str], None] | None = None,
+    settings: SweepSettings | None = None,
+    **overrides: Any,
 ) -> SweepReport:
     """Score every model of ``sources`` into the dataset folder ``out`` (see the module
-    docstring). ``workers > 1``: local processes; ``ray``: an address (``"local"`` starts a
-    local instance). ``say`` gets one line per failed model (default: stderr)."""
+    docstring).
+
+    The one job signature (:mod:`induction.jobs`), with the models (``sources``) and the
+    dataset folder (``out``) first: ``config`` is a :class:`SweepSettings` or a dict of its
+    fields, ``overrides`` its fields (ScanConfig fields too: ``seeds=1, loss=True``;
+    ``progress=False``). ``settings=`` is the former name of ``config``. Not settings, so
+    keyword-only: ``revisions`` (which hub revisions of the one model are the sources),
+    ``workers > 1`` (local processes) or ``ray`` (an address; ``"local"`` starts a local
+    instance), which say where the work runs and leave the rows unchanged, and ``say``, a
+    callback that gets one line per failed model (default: stderr)."""
     from induction.cache_integrity import intact
     from induction.io import check_output_path, claim_output
     from induction.progress import progress as progress_reporter
+    from induction.specs import inputs_of
 
-    settings = settings or SweepSettings()
+    if settings is not None:
+        if config is not None:
+            raise InputError("pass the sweep's settings once: config or settings=, not both")
+        config = settings
+    if config is not None and not isinstance(config, SweepSettings | Mapping):
+        raise InputError(
+            f"sweep config must be a SweepSettings or a dict, got {type(config).__name__}"
+        )
+    if isinstance(config, SweepSettings):
+        settings = dataclasses.replace(config, **overrides) if overrides else config
+    else:
+        settings = SweepSettings(**{**(config or {}), **overrides})
+    progress = settings.progress
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InputError(f"--workers must be an integer >= 1, got {workers!r}")
@@ -477,9 +596,10 @@ def sweep(
         raise InputError(f"--out {out} is a file; a sweep dataset is a folder")
     check_output_path(out, folder=True)
     _refuse_inside_inputs(out, items)
-    report = SweepReport(out=out, items=len(items))
-    start = time.perf_counter()
     shash = settings.hash()
+    read = (*inputs_of(*sources, *(i.spec for i in items)), out.expanduser().absolute())
+    report = SweepReport(out=out, items=len(items), settings_hash=shash, inputs=read)
+    start = time.perf_counter()
     created = not out.exists()
     with claim_output(out):
         out.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from induction.circuits.finder import CircuitResult, CircuitsConfig
 from induction.circuits.fv import FVConfig, FVResult, fv_scores
 from induction.circuits.job import induction_circuits
 from induction.depth import DepthAngles
+from induction.dynamics.sweep import SweepReport
 from induction.errors import InputError
 from induction.jobs import Result, job_config
 from induction.loading import load_model
@@ -17,11 +18,58 @@ from lineage.api import TraceResult
 
 @pytest.mark.parametrize(
     "cls",
-    [ScanResult, TraceResult, AblationResult, CircuitResult, EffectsResult, FVResult, DepthAngles],
+    [
+        ScanResult,
+        TraceResult,
+        AblationResult,
+        CircuitResult,
+        EffectsResult,
+        FVResult,
+        DepthAngles,
+        SweepReport,
+    ],
 )
 def test_every_job_result_meets_the_protocol(cls):
     for method in ("to_frame", "save", "plot"):
         assert callable(getattr(cls, method, None)), f"{cls.__name__} has no {method}()"
+
+
+def test_every_job_has_the_one_signature():
+    """#43 item 4: ``job(model, config=None, /, **overrides)``; the sweep's models are its
+    sources, with the dataset folder beside them."""
+    import inspect
+
+    from ablation.pipeline import ablate
+    from induction.circuits import effects, fv, job
+    from induction.dynamics.sweep import sweep
+    from lineage.api import trace
+
+    only, var = inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_KEYWORD
+    jobs = [scan, trace, ablate, job.run, effects.run, fv.run, sweep]
+    for fn in jobs:
+        params = list(inspect.signature(fn).parameters.values())
+        lead = ["sources", "out", "config"] if fn is sweep else ["model", "config"]
+        assert [p.name for p in params[: len(lead)]] == lead, fn.__qualname__
+        assert all(p.kind is only for p in params[: len(lead)]), fn.__qualname__
+        assert params[len(lead) - 1].default is None and params[-1].kind is var, fn.__qualname__
+
+
+def test_ablation_settings_live_on_its_config(tiny_llama_dir):
+    """device, dtype and progress are AblationConfig fields (overrides, like every job's);
+    they are not recorded in the stored config unless set, nor progress ever."""
+    from ablation.config import AblationConfig
+    from ablation.pipeline import ablate
+
+    cfg = job_config(AblationConfig, {"frac": 0.5}, {"progress": False, "device": "cpu"}, "x")
+    assert (cfg.frac, cfg.progress, cfg.device, cfg.dtype) == (0.5, False, "cpu", None)
+    assert AblationConfig(progress=False).to_dict() == AblationConfig().to_dict()
+    assert "progress" not in cfg.to_dict() and cfg.to_dict()["device"] == "cpu"
+    with pytest.raises(InputError, match="progress must be True or False"):
+        AblationConfig(progress="yes")
+    with pytest.raises(InputError, match="unknown ablation setting 'fraction'; known: "):
+        ablate(str(tiny_llama_dir), fraction=0.1)  # refused before the model loads
+    with pytest.raises(InputError, match="--frac must be in"):
+        ablate(str(tiny_llama_dir), {"frac": 2.0})
 
 
 def test_a_depth_result_saves_and_plots_like_the_others(tmp_path):

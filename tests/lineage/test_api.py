@@ -34,8 +34,12 @@ def test_config_object_and_kwargs_agree(grown_dir, scores, result):
     by_config = trace(str(grown_dir), cfg, top=6)  # keyword options override the config
     assert by_config.summary.sentence == result.summary.sentence
     assert cfg.top == 3  # the caller's config is not modified
-    with pytest.raises(TypeError):
+    with pytest.raises(InputError, match="unknown lineage setting 'no_such_option'; known: "):
         trace(str(grown_dir), scores=scores, no_such_option=1)
+    with pytest.raises(InputError, match="lineage config must be a TraceConfig or a dict"):
+        trace(str(grown_dir), "top=6")
+    by_dict = trace(str(grown_dir), {"scores": scores, "top": 3}, top=6)  # as the other jobs
+    assert by_dict.summary.sentence == result.summary.sentence
     with pytest.raises(InputError, match="cannot write a table"):
         trace(str(grown_dir), scores=scores, out="a.txt")
 

@@ -14,9 +14,15 @@ from induction.circuits.config import CircuitsConfig, EffectsConfig, FVConfig
 from induction.commands.ablate import ablate
 from induction.commands.circuits import circuits, effects
 from induction.commands.config_options import config_command
+from induction.commands.dynamics import sweep
 from induction.commands.fv import fv
-from induction.config_fields import flags_of, option, option_fields, parse_seeds
+from induction.commands.lineage import lineage
+from induction.commands.scan import scan
+from induction.config_fields import CLI_DEFAULT, flags_of, option, option_fields, parse_seeds
+from induction.dynamics.sweep import SweepSettings
 from induction.errors import InputError
+from induction.score_names import ScanConfig, parse_token_range
+from lineage.api import TraceConfig
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,9 @@ def test_a_command_without_config_parameter_is_refused() -> None:
         (fv, FVConfig, {"progress"}),
         (circuits, CircuitsConfig, {"progress"}),
         (effects, EffectsConfig, {"scores", "progress"}),
+        (scan, ScanConfig, set()),
+        (lineage, TraceConfig, set()),
+        (sweep, SweepSettings, set()),  # the scan's options stay its own (fv in --scores)
     ],
 )
 def test_every_option_field_is_a_command_option_once(command, config_cls, fixed) -> None:
@@ -102,10 +111,23 @@ def test_every_option_field_is_a_command_option_once(command, config_cls, fixed)
         for flag in flags_of(f)
     ]
     assert len(flags) == len(set(flags))
-    # the command restates no config default: each generated default is the field's
+    # the command restates no config default: each generated default is the field's, or the
+    # command line's own declared beside it (scan's --loss)
     for f in option_fields(config_cls):
         if f.name in wanted and f.default is not None and not callable(f.metadata.get("cli_parse")):
-            assert params[f.name].default == f.default
+            assert params[f.name].default == f.metadata.get(CLI_DEFAULT, f.default)
+
+
+def test_scan_options_come_from_scan_config() -> None:
+    """#43 item 4: ``induction scan`` builds its options from ScanConfig; the command line
+    keeps its own defaults (every score, three seeds, the loss) and the config parses them."""
+    params = inspect.signature(scan).parameters
+    assert params["loss"].default is True and params["seeds"].default == "3"
+    assert params["scores"].default == ",".join(ScanConfig().scores)
+    assert "layers" not in {f.name for f in option_fields(ScanConfig)}  # needs the model
+    assert parse_token_range("100:200") == (100, 200)
+    with pytest.raises(InputError, match="--token-range 'x': expected lo:hi"):
+        parse_token_range("x")
 
 
 def test_parse_seeds() -> None:

@@ -261,3 +261,28 @@ def test_discover_refuses_ambiguous_or_impossible_steps_and_merges_dir_and_dir_s
     ]:
         with pytest.raises(InputError, match=message):
             discover([folder])
+
+
+def test_a_sweep_report_is_a_job_result(tiny_run, reference, tmp_path):
+    """#43 item 4: ``sweep(sources, out, config, /, **overrides)`` like every job, and its
+    report meets the result protocol (to_frame / save / plot) through the output guard."""
+    from induction.errors import InputError
+    from induction.jobs import Result
+    from induction.scan import ScanConfig
+
+    # the config positionally, overrides as keywords: the same settings as FAST, so no work
+    config = SweepSettings(ScanConfig(scores=FAST.scan.scores, seeds=1, batch=4), device="cpu")
+    report = sweep([str(tiny_run)], reference, config, loss=True, progress=False)
+    assert config.scan.loss is False and report.computed == 0 and report.done == 5
+    assert isinstance(report, Result) and report.settings_hash == FAST.hash()
+    frame = report.to_frame()
+    assert len(frame) == len(read_dataset(reference)) and set(frame.settings_hash) == {FAST.hash()}
+    saved = report.save(tmp_path / "rows.parquet")
+    assert len(read_dataset(saved)) == len(frame)
+    with pytest.raises(InputError, match="input"):
+        report.save(reference / "rows.csv")  # inside the dataset it reads
+    fig = report.plot(tmp_path / "timeline.html")
+    assert len(fig.data) > 0 and (tmp_path / "timeline.html").stat().st_size > 0
+    with pytest.raises(InputError, match="unknown sweep setting 'seed'"):
+        sweep([str(tiny_run)], tmp_path / "x", seed=1)
+    assert not (tmp_path / "x").exists()
