@@ -258,7 +258,7 @@ def test_console_script_bad_log_one_line(grown_dir, scores_csv, tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "error: duplication log event 1: unknown operator 'ligo' "
-        "(known: copy, midas, lidas, mix, mergekit, inferred, llama-pro)"
+        "(known: copy, midas, lidas, top, mix, mergekit, inferred, llama-pro)"
     ]
 
 
