@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from induction.errors import InputError
 from induction.score_names import FV_SCORE, INDUCTION_THRESHOLD, head_kind
@@ -102,24 +102,21 @@ def check_scores(scores, n_layers: int, n_heads: int, score: str = "induction"):
             f"score table lacks column(s) {', '.join(missing)}; expected layer, head, {score} "
             f"(as written by `induction {'fv' if score == FV_SCORE else 'scan'} --out`)"
         )
-    # pandas-stubs types a list-of-columns selection as DataFrame | Series
-    df = cast("pd.DataFrame", scores[["layer", "head", score]]).dropna()
+    df = scores[["layer", "head", score]].dropna()
     if df.empty:
         raise InputError(f"score table has no {score} values")
     try:
         df = df.astype({"layer": int, "head": int, score: float})
     except (TypeError, ValueError):
         raise InputError(f"score table: layer/head must be integers and {score} numeric") from None
-    # pandas-stubs types a column of this frame as Series | ndarray | DataFrame
-    layers, heads = cast("pd.Series", df["layer"]), cast("pd.Series", df["head"])
-    if layers.min() < 0 or layers.max() >= n_layers:
+    if df["layer"].min() < 0 or df["layer"].max() >= n_layers:
         raise InputError(
-            f"score table has layers {layers.min()}..{layers.max()} but the model has "
+            f"score table has layers {df['layer'].min()}..{df['layer'].max()} but the model has "
             f"{n_layers}; were the scores computed on another model?"
         )
-    if heads.min() < 0 or heads.max() >= n_heads:
+    if df["head"].min() < 0 or df["head"].max() >= n_heads:
         raise InputError(
-            f"score table has heads {heads.min()}..{heads.max()} but the model has "
+            f"score table has heads {df['head'].min()}..{df['head'].max()} but the model has "
             f"{n_heads} per layer; were the scores computed on another model?"
         )
     if df.duplicated(["layer", "head"]).any():
@@ -188,7 +185,7 @@ def summarize(
     stage_word = _stage_word(ancestry, to_stage)
     n_distinct = len(primaries)
     initial_heads = depths[to_stage] * n_heads if depths else n_distinct
-    n_above = None if threshold is None else sum(bool(v >= threshold) for v in ranked[score])
+    n_above = None if threshold is None else int((ranked[score] >= threshold).sum())
     if threshold is None:
         notes.append(
             f"{score} scores have no conventional threshold: pass --threshold to count the top "
