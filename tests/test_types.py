@@ -9,6 +9,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Packages that type-check clean and must stay in the checked set (the rest follow, #43).
@@ -27,6 +29,7 @@ def test_the_clean_packages_stay_in_the_checked_set():
     assert inside <= LEFT_OUT, f"newly left out of the checked set: {sorted(inside - LEFT_OUT)}"
 
 
+@pytest.mark.slow  # ~30-60 s; .ci/run checks the types in a step of its own
 def test_the_checked_packages_type_check():
     exe = shutil.which("basedpyright", path=str(Path(sys.executable).parent)) or shutil.which(
         "basedpyright"
