@@ -17,15 +17,17 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload, runtime_checkable
 
 from induction.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
+    from transformer_lens.model_bridge import TransformerBridge
+    from transformers import PreTrainedModel
 
     from induction.model_types import LoadedModel
-    from induction.specs import ModelLike
+    from induction.specs import ModelLike, ModelSpec
 
 C = TypeVar("C")
 
@@ -74,9 +76,18 @@ def job_config(
     return cls(**settings)
 
 
-def as_loaded(model: ModelLike) -> LoadedModel | Any:
+@overload
+def as_loaded(model: str | os.PathLike[str] | ModelSpec | LoadedModel) -> LoadedModel: ...
+@overload
+def as_loaded(model: TransformerBridge) -> TransformerBridge: ...
+@overload
+def as_loaded(model: PreTrainedModel) -> PreTrainedModel: ...
+@overload
+def as_loaded(model: ModelLike) -> LoadedModel | TransformerBridge | PreTrainedModel: ...
+def as_loaded(model: ModelLike) -> LoadedModel | TransformerBridge | PreTrainedModel:
     """A loaded model from any spec (``lidas8``, a folder, a ``.gguf``, ``smollm2``, a hub
-    name, a :class:`~induction.specs.ModelSpec`); a loaded model or bridge passes through."""
+    name, a :class:`~induction.specs.ModelSpec`); a loaded model, a bridge or a transformers
+    model passes through as it is (the return type says which)."""
     from induction.specs import ModelSpec
 
     if isinstance(model, str | os.PathLike | ModelSpec):

@@ -25,7 +25,7 @@ Every edge of a transition has a *kind*:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from induction.errors import LineageError
 from induction.heads import head_label
@@ -289,7 +289,7 @@ def head_ancestry(
                 if k == "copy" and lin.transitions[to_stage + i].step is not None
             ]
             for h in range(lin.n_heads):
-                row = {"layer": layer, "head": h}
+                row: dict[str, Any] = {"layer": layer, "head": h}
                 if unrolled is not None:
                     row["block_layer"], row["pass"] = unrolled[layer]
                 row.update(

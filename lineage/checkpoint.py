@@ -24,8 +24,10 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from induction.checkpoint import read_config_facts
 from induction.errors import InputError, LineageError
@@ -59,7 +61,7 @@ def resolve_checkpoint(spec: str | Path) -> Path:
         ms = resolve_spec(spec)
     except SpecNotFoundError:
         raise InputError(f"no such checkpoint folder: {text}") from None
-    if ms.kind in ("zoo", "folder"):
+    if ms.kind in ("zoo", "folder") and ms.path is not None:  # (resolve_spec sets the path)
         return ms.path
     if ms.kind == "hub":
         raise InputError(
@@ -177,7 +179,15 @@ def write_restacked(
 
 
 def _write_restacked(
-    ck, order, log, out: Path, dtype, force, max_shard_bytes, allow_large, zero=frozenset()
+    ck,
+    order,
+    log,
+    out: Path,
+    dtype,
+    force,
+    max_shard_bytes,
+    allow_large,
+    zero: AbstractSet[str] = frozenset(),
 ):
     import torch
     from safetensors import safe_open
@@ -228,7 +238,7 @@ def _write_restacked(
             else [f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors" for k in range(len(shards))]
         )
         weight_map = {}
-        handles: dict[Path, object] = {}
+        handles: dict[Path, Any] = {}  # safetensors' safe_open handles (untyped)
         try:
             for shard, fname in zip(shards, names):
                 tensors = {}
@@ -333,7 +343,7 @@ def grow_checkpoint(
     )
     if step is None:
         step = log.events[-1].step if log.events else 0
-    if preset == "llama-pro":
+    if preset == "llama-pro" and every is not None:  # (checked above)
         return _grow_llama_pro(ck, out, log, every, step, force, allow_large)
     source, insert_at = PRESETS[preset](ck.depth, block)
     event = log.record_copy(

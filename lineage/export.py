@@ -152,13 +152,13 @@ def dot_graph(g):
         extra = {"fillcolor": score_color(value)}
         if value is not None:
             extra["fontcolor"] = "black" if value > 0.6 else "white"
-        merged = {k: _dot_value(v) for k, v in {**attrs, **extra}.items()}
+        merged: dict[str, Any] = {k: _dot_value(v) for k, v in {**attrs, **extra}.items()}
         dot.add_node(pydot.Node(_dot_id(n), **merged))
     for u, v, attrs in g.edges(data=True):
         style = {"mix": "dashed", "loop": "dotted"}.get(attrs.get("kind"), "solid")
         extra = {"style": style, "color": "#1f77b4" if attrs.get("kind") == "copy" else "#888888"}
-        merged = {k: _dot_value(x) for k, x in {**attrs, **extra}.items()}
-        dot.add_edge(pydot.Edge(_dot_id(u), _dot_id(v), **merged))
+        edge: dict[str, Any] = {k: _dot_value(x) for k, x in {**attrs, **extra}.items()}
+        dot.add_edge(pydot.Edge(_dot_id(u), _dot_id(v), **edge))
     return dot
 
 
@@ -214,7 +214,7 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
                 hoverinfo="skip",
             )
         )
-    highlight = set(highlight or [])
+    marked = set(highlight or [])
     scored = [n for n, a in g.nodes(data=True) if score in a]
     unscored = [n for n, a in g.nodes(data=True) if score not in a]
 
@@ -229,14 +229,14 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
         if score in a:
             parts.append(f"{score} {a[score]:.3f}")
         parts.append(f"ancestor {a['ancestor']}")
-        if n in highlight:
+        if n in marked:
             parts.append("top head")
         return "<br>".join(parts)
 
     def outline(nodes, color: str, width: float) -> dict:
         return {
-            "color": [TOP_OUTLINE if n in highlight else color for n in nodes],
-            "width": [2.5 if n in highlight else width for n in nodes],
+            "color": [TOP_OUTLINE if n in marked else color for n in nodes],
+            "width": [2.5 if n in marked else width for n in nodes],
         }
 
     if unscored:
@@ -248,7 +248,7 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
                 name="no score",
                 marker={
                     "color": "#dddddd",
-                    "size": [14 if n in highlight else 9 for n in unscored],
+                    "size": [14 if n in marked else 9 for n in unscored],
                     "line": outline(unscored, "#999999", 1),
                 },
                 text=[hover(n) for n in unscored],
@@ -268,7 +268,7 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
                     "colorscale": "Viridis",
                     "cmin": min(0.0, min(values)),
                     "cmax": max(1.0, max(values)),
-                    "size": [15 if n in highlight else 10 for n in scored],
+                    "size": [15 if n in marked else 10 for n in scored],
                     "line": outline(scored, "#444444", 0.5),
                     "showscale": True,
                     "colorbar": {"title": {"text": score}},
@@ -277,7 +277,7 @@ def figure(g, *, title: str | None = None, highlight: list[str] | None = None):
                 hoverinfo="text",
             )
         )
-    if highlight & set(g.nodes):
+    if marked & set(g.nodes):
         # a legend entry only: what the red outline means
         fig.add_trace(
             go.Scatter(

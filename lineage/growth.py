@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -258,7 +258,7 @@ def _fix_config(
 
 def _fix_config_order(model: nn.Module, depth_before: int, order: list[int]) -> None:
     """Config and per-layer state after restacking: ``order[j]`` is grown layer j's source."""
-    config = model.config
+    config: Any = model.config  # transformers' config (nn.Module types it Tensor | Module)
     depth = len(decoder_layers(model))
     for key in DEPTH_KEYS:
         if hasattr(config, key) and isinstance(getattr(config, key), int):
@@ -270,7 +270,7 @@ def _fix_config_order(model: nn.Module, depth_before: int, order: list[int]) -> 
     for i, layer in enumerate(decoder_layers(model)):
         for module in layer.modules():
             if hasattr(module, "layer_idx"):
-                module.layer_idx = i
+                setattr(module, "layer_idx", i)  # noqa: B010 (nn.Module's __setattr__ types)
             # Deep copies carry their own config object; a later switch of the attention
             # implementation on model.config would then miss them.
             if hasattr(module, "config") and isinstance(module.config, type(config)):

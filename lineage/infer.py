@@ -141,7 +141,7 @@ def _state_dict_from(source: Any) -> tuple[dict, dict]:
         return sd, config
     if isinstance(source, torch.nn.Module):
         config = getattr(source, "config", None)
-        config = config.to_dict() if hasattr(config, "to_dict") else {}
+        config = config.to_dict() if config is not None and hasattr(config, "to_dict") else {}
         sd = {}
         for name, t in source.state_dict().items():
             sd.setdefault(_normalise(name), t)
@@ -235,9 +235,11 @@ def similarity_matrix(source: Any, n_heads: int | None = None, n_kv_heads: int |
     n_kv = n_kv_heads or config.get("num_key_value_heads") or n_heads
     per_layer = None
     if n_heads:
-        per_layer = [head_parts(layers[i], int(n_heads), int(n_kv)) for i in range(len(layers))]
-        if any(p is None for p in per_layer):
-            per_layer = None
+        parts = [
+            head_parts(layers[i], int(n_heads), int(n_kv or n_heads)) for i in range(len(layers))
+        ]
+        if all(p is not None for p in parts):
+            per_layer = [p for p in parts if p is not None]
     if per_layer is not None:
         x = torch.stack(per_layer)  # [L, H, 4, F]
         # cos per (l, m, head j, part) then mean over parts: [L, L, H]
@@ -282,7 +284,7 @@ def _cluster(sim, threshold: float, linkage: str):
                 s = link(clusters[i], clusters[j])
                 if s > best:
                     best, pair = s, (i, j)
-        if best < threshold:
+        if best < threshold or pair is None:
             break
         i, j = pair
         merges.append((sorted(clusters[i]), sorted(clusters[j]), best))

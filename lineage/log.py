@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 from induction.errors import InputError, LineageError
 from induction.io import guards_inputs
@@ -278,7 +279,8 @@ class DuplicationLog:
             ]
         except (KeyError, TypeError, ValueError) as exc:
             raise LineageError(f"malformed duplication log event: {exc!r}") from None
-        log = cls(initial_depth=data.get("initial_depth"), events=events)
+        # a missing or non-integer depth is refused by validate(), in one line
+        log = cls(initial_depth=cast(int, data.get("initial_depth")), events=events)
         log.validate()
         return log
 

@@ -332,7 +332,7 @@ def _ancestor_row(al, ah, links, score_of, n_descendants, init, threshold, digit
         own = init.get((al, ah))
         row["ancestor_score"] = own if own is not None else float("nan")
         known = own is not None and threshold is not None
-        row["was_induction_head"] = bool(own >= threshold) if known else None
+        row["was_induction_head"] = bool(own >= threshold) if known and own is not None else None
     return row
 
 

@@ -56,6 +56,7 @@ from induction.heads import Head
 from induction.io import guards_inputs
 from induction.jobs import as_loaded, job_config
 from induction.kv_cache import last_token_logits, prefix_cache
+from induction.model_types import LoadedModel
 from induction.specs import inputs_of
 
 if TYPE_CHECKING:
@@ -398,6 +399,11 @@ def run(
     from induction.progress import progress as reporter
 
     loaded = as_loaded(model)
+    if not isinstance(loaded, LoadedModel):
+        raise InputError(
+            f"fv needs a model spec or a LoadedModel (induction.load_model), got "
+            f"{type(loaded).__name__}"
+        )
     info = loaded.info
     suite = cfg.suite or ("zoofacts" if info.zoo_vocabulary else "words")
     source = pair_tasks(suite)

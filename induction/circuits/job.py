@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from induction.circuits.finder import CircuitResult, CircuitsConfig, find_circuits
 from induction.circuits.history import circuit_lineage
 from induction.jobs import as_loaded, job_config
+from induction.model_types import LoadedModel
 
 if TYPE_CHECKING:
     from induction.specs import ModelLike
@@ -33,8 +34,9 @@ def run(
     cfg = job_config(CircuitsConfig, config, overrides, "circuits")
     loaded = as_loaded(model)
     result = find_circuits(loaded, cfg)
-    has_log = getattr(loaded, "duplication_log_path", None) is not None
-    if cfg.lineage and result.heads and has_log:  # (no induction head: nothing to trace)
+    # a grown model's log comes with a LoadedModel only (no induction head: nothing to trace)
+    has_log = isinstance(loaded, LoadedModel) and loaded.duplication_log_path is not None
+    if cfg.lineage and result.heads and has_log and isinstance(loaded, LoadedModel):
         same = replace(cfg, seq_len=result.settings["seq_len"])  # the initial network's prompts
         result.lineage = circuit_lineage(result, loaded, config=same)
     return result

@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import torch
 from jaxtyping import Float, Int
@@ -48,6 +48,8 @@ from induction.errors import InputError
 from induction.heads import Head
 
 if TYPE_CHECKING:
+    from transformer_lens.model_bridge import TransformerBridge
+
     from induction.model_types import ModelInfo
     from induction.specs import ModelLike
 
@@ -80,8 +82,8 @@ class View:
 def view(model: ModelLike) -> View:
     from induction.layers import LAYER_PATHS
 
-    bridge = getattr(model, "bridge", model)
-    hf = bridge.original_model
+    bridge: TransformerBridge = getattr(model, "bridge", model)  # a loaded model's, or a bridge
+    hf: Any = bridge.original_model  # a transformers model (the bridge types it nn.Module)
     base = layers = None
     for path in LAYER_PATHS:
         parts = path.split(".")
@@ -200,6 +202,39 @@ def shortcut_exact(v: View, tokens: Int[Tensor, "row pos"], start: int) -> bool:
     return v.exact_from[start]
 
 
+@overload
+def run_rows(
+    v: View,
+    tokens: Int[Tensor, "row pos"],
+    *,
+    start: int = 0,
+    resid: Float[Tensor, "row pos d_model"] | None = None,
+    stop: int | None = None,
+    logits_at: None = None,
+    hooks: Sequence[tuple[str, Any]] = (),
+) -> None: ...
+@overload
+def run_rows(
+    v: View,
+    tokens: Int[Tensor, "row pos"],
+    *,
+    start: int = 0,
+    resid: Float[Tensor, "row pos d_model"] | None = None,
+    stop: int | None = None,
+    logits_at: Int[Tensor, " at"],
+    hooks: Sequence[tuple[str, Any]] = (),
+) -> Float[Tensor, "row at vocab"]: ...
+@overload
+def run_rows(
+    v: View,
+    tokens: Int[Tensor, "row pos"],
+    *,
+    start: int = 0,
+    resid: Float[Tensor, "row pos d_model"] | None = None,
+    stop: int | None = None,
+    logits_at: Int[Tensor, " at"] | None = None,
+    hooks: Sequence[tuple[str, Any]] = (),
+) -> Float[Tensor, "row at vocab"] | None: ...
 def run_rows(
     v: View,
     tokens: Int[Tensor, "row pos"],
@@ -290,11 +325,13 @@ def clean_pass(
 
     hooks = [(f"blocks.{layer}.hook_resid_pre", grab_resid) for layer in layers]
     hooks += [(z_hook(layer), grab_z) for layer in layers]
-    if logits_at is not None:
-        stop = None
-    logits = run_rows(v, tokens, stop=stop, logits_at=logits_at, hooks=hooks)
-    loss = None if logits_at is None else nll_at(logits, targets)
-    return Clean(resid, zs, loss)
+    if logits_at is None:
+        run_rows(v, tokens, stop=stop, hooks=hooks)
+        return Clean(resid, zs, None)
+    if targets is None:
+        raise InputError("clean_pass: a loss at logits_at needs the targets")
+    logits = run_rows(v, tokens, logits_at=logits_at, hooks=hooks)
+    return Clean(resid, zs, nll_at(logits, targets))
 
 
 # --------------------------------------------------------------------------- replacements

@@ -191,7 +191,13 @@ class CopiedHeads:
                 )
             shown.add(cls)
         for i in range(1, len(panels) + 1):
-            fig.add_hline(y=INDUCTION_THRESHOLD, line_dash="dash", line_color="gray", row=1, col=i)
+            fig.add_hline(
+                y=INDUCTION_THRESHOLD,
+                line_dash="dash",
+                line_color="gray",
+                row=1,  # pyright: ignore[reportArgumentType]  (plotly types row/col as str)
+                col=i,  # pyright: ignore[reportArgumentType]
+            )
             fig.update_xaxes(title_text="training step", row=1, col=i)
             fig.update_yaxes(title_text="score", range=[0, 1], row=1, col=i)
         fig.update_layout(
@@ -268,8 +274,9 @@ def copied_heads(rows: pd.DataFrame, log: DuplicationLog, model: str | None = No
             if copy not in children:
                 continue
             for h in range(n_heads):
-                start = at.loc[(pre_name, parent, h)]
-                end = at.loc[(final["checkpoint"], final_layer, h)]
+                # (pandas-stubs lacks a MultiIndex row's tuple key in .loc)
+                start = at.loc[(pre_name, parent, h)]  # pyright: ignore[reportCallIssue, reportArgumentType]
+                end = at.loc[(final["checkpoint"], final_layer, h)]  # pyright: ignore[reportCallIssue, reportArgumentType]
                 key = f"{head_label(parent, h)}@{event.step} -> {head_label(final_layer, h)}"
                 cls = classify(start["role"], end["role"])
                 table.append(
@@ -292,7 +299,7 @@ def copied_heads(rows: pd.DataFrame, log: DuplicationLog, model: str | None = No
                 points = [(event.step, start)] + [
                     (
                         ck.step,
-                        at.loc[(ck.checkpoint, layer_at_stage(log, final_layer, ck.stage), h)],
+                        at.loc[(ck.checkpoint, layer_at_stage(log, final_layer, ck.stage), h)],  # pyright: ignore[reportCallIssue, reportArgumentType]
                     )
                     for ck in later.itertuples(index=False)
                 ]

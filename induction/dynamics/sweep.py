@@ -447,12 +447,13 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
     result = scan(loaded, settings.scan_config) if settings.scan_scores else None
     rows = _Rows()
     n_heads = int(loaded.info.n_heads)
-    for name in result.scores if result is not None else ():
-        st = result.stats[name]
-        mean, std = st.mean.tolist(), st.std.tolist()
-        for i, layer in enumerate(result.layers):
-            for h in range(n_heads):
-                rows.add(layer, h, name, mean[i][h], std[i][h])
+    if result is not None:
+        for name in result.scores:
+            st = result.stats[name]
+            mean, std = st.mean.tolist(), st.std.tolist()
+            for i, layer in enumerate(result.layers):
+                for h in range(n_heads):
+                    rows.add(layer, h, name, mean[i][h], std[i][h])
     if settings.fv:
         from induction.circuits.fv import fv_scores
 
@@ -476,14 +477,16 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
         from lineage.log import duplication_log
 
         log = duplication_log(loaded)
-        stage = len(log.events)
-        if settings.lineage and stage:
-            from lineage.ancestry import head_ancestry
+        if log is not None:  # (it is: the model ships a log)
+            stage = len(log.events)
+            if settings.lineage and stage:
+                from lineage.ancestry import head_ancestry
 
-            anc = head_ancestry(log, n_heads=n_heads)
-            for r in anc[anc["primary"]].itertuples():
-                rows.add(r.layer, r.head, "ancestor_layer", float(r.ancestor_layer), None)
-                rows.add(r.layer, r.head, "ancestor_share", float(r.share), None)
+                anc = head_ancestry(log, n_heads=n_heads)
+                r: Any  # an itertuples row: a namedtuple of the columns (typed as scalars)
+                for r in anc[anc["primary"]].itertuples():
+                    rows.add(r.layer, r.head, "ancestor_layer", float(r.ancestor_layer), None)
+                    rows.add(r.layer, r.head, "ancestor_share", float(r.share), None)
     if settings.ablate and result is not None:
         from ablation.pipeline import ablate
 
@@ -634,9 +637,13 @@ def sweep(
         _drop_stale(labels, current)
         with progress_reporter(progress) as bar:
             advance = bar.task(len(todo), "sweep")
-            runner = _run_ray if ray is not None else _run_pool if workers > 1 else _run_here
-            kwargs = {"address": ray} if ray is not None else {"workers": workers}
-            for item, outcome in runner(todo, settings, **kwargs):
+            if ray is not None:
+                outcomes = _run_ray(todo, settings, address=ray)
+            elif workers > 1:
+                outcomes = _run_pool(todo, settings, workers=workers)
+            else:
+                outcomes = _run_here(todo, settings, workers=workers)
+            for item, outcome in outcomes:
                 advance.describe(f"sweep: {item.model} {item.checkpoint}")
                 if isinstance(outcome, BaseException):
                     msg = _one_line(outcome)
@@ -744,7 +751,8 @@ def _run_ray(todo, settings, address: str | None) -> Iterator[Outcome]:
     try:
         gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
         task = ray.remote(num_gpus=gpus, max_retries=0)(run_item)
-        refs = {task.remote(item, settings, chash): item for item, chash in todo}
+        # (ray's annotations give a remote function made through options() 2 arguments)
+        refs = {task.remote(item, settings, chash): item for item, chash in todo}  # pyright: ignore[reportCallIssue]
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)

@@ -128,6 +128,7 @@ class Timeline:
             ),
         )
         best = self.formed.nsmallest(top, "rank")
+        r: Any  # an itertuples row: a namedtuple of the columns (typed as scalars)
         for r in best.itertuples():
             s = self.series[(self.series["layer"] == r.layer) & (self.series["head"] == r.head)]
             label = head_label(r.layer, r.head)
@@ -145,7 +146,13 @@ class Timeline:
                 row=1,
                 col=1,
             )
-        fig.add_hline(y=self.threshold, line_dash="dot", line_color="gray", row=1, col=1)
+        fig.add_hline(
+            y=self.threshold,
+            line_dash="dot",
+            line_color="gray",
+            row=1,  # pyright: ignore[reportArgumentType]  (plotly types row/col as str)
+            col=1,  # pyright: ignore[reportArgumentType]
+        )
         for step in self.growth:
             fig.add_vline(x=step, line_dash="dash", line_color="firebrick")
         if has_loss:
@@ -205,7 +212,7 @@ def build_timeline(
                 f"the dataset holds {len(models)} models; pick one with --model "
                 f"({', '.join(models[:8])}{', ...' if len(models) > 8 else ''})"
             )
-        model = models[0]
+        model = str(models[0])
     if model not in models:
         raise InputError(f"no model {model!r} in the dataset; it has {', '.join(models[:8])}")
     rows = rows[rows["model"] == model]
@@ -234,7 +241,7 @@ def build_timeline(
     ancestors = _ancestors(rows, final, heads, final_stage, duplication_log)
 
     series_rows = []
-    for la, h in heads[["layer", "head"]].itertuples(index=False):
+    for la, h in zip(map(int, heads["layer"]), map(int, heads["head"]), strict=True):
         for ck, step, stage in zip(order["checkpoint"], order["step"], stages, strict=True):
             src_layer = ancestors.get((stage, la, h), la) if stage < final_stage else la
             value = lookup.get((ck, src_layer, h), float("nan"))
@@ -362,6 +369,7 @@ def _ancestors(rows, final, heads, final_stage, log) -> dict[tuple[int, int, int
     out = {}
     for stage in range(final_stage):
         anc = head_ancestry(log, n_heads=n_heads, to_stage=stage)
+        r: Any  # an itertuples row: a namedtuple of the columns (typed as scalars)
         for r in anc[anc["primary"]].itertuples():
             out[(stage, int(r.layer), int(r.head))] = int(r.ancestor_layer)
     return out

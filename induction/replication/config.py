@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ablation.stats import REPLICATION_CONTROLS
 
@@ -102,10 +103,9 @@ class Settings:
     def from_dict(cls, data: dict) -> Settings:
         """Read :func:`dataclasses.asdict`'s form back (lists become tuples; unknown keys,
         e.g. from an older JSON, are dropped)."""
-        return cls(
-            **{
-                k: tuple(v) if isinstance(v, list) else v
-                for k, v in data.items()
-                if k in cls.__dataclass_fields__
-            }
-        )
+        fields: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in data.items()
+            if k in cls.__dataclass_fields__
+        }
+        return cls(**fields)

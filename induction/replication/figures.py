@@ -69,7 +69,9 @@ def figure(models: pd.DataFrame, families: pd.DataFrame, title: str | None = Non
             width=width,
             error_y={
                 "type": "data",
-                "array": families.get(f"{col}_std", families[col] * 0).fillna(0),
+                "array": (
+                    families[f"{col}_std"] if f"{col}_std" in families else families[col] * 0
+                ).fillna(0),
             },
             name=name,
             marker_color=color,

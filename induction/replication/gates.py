@@ -263,8 +263,11 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
         floors = dict(zip(same["family"], holm(same["min_p"].astype(float).tolist()), strict=True))
         holm_floor = floors.get(b, floor)
         names = {f: list(models.loc[models.family == f, "model"]) for f in (a, b)}
+        src_family = source_family(b)
+        if src_family is None:
+            raise ValueError(f"family {b!r} has no known source family")
         cells, reading = drop_cells(models.set_index("model"), names[a], names[b],
-                                    None if label == "F1/EM" else label, source_family(b),
+                                    None if label == "F1/EM" else label, src_family,
                                     n_drop)  # fmt: skip
         if not ok:
             verdict, why = "untestable here", _failures(pair, readouts=bool(present))

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from induction.errors import InputError
 
@@ -91,7 +92,7 @@ def _invert(v: np.ndarray, w: np.ndarray, k: int, alphas: Sequence[float]) -> li
     return out
 
 
-def _arrays(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _arrays(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) < 1 or len(b) < 1 or not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise InputError("an interval needs at least one finite value per arm")
@@ -99,7 +100,7 @@ def _arrays(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndar
 
 
 def shift_interval(
-    a: Sequence[float], b: Sequence[float], alphas: Sequence[float] = (0.05,)
+    a: ArrayLike, b: ArrayLike, alphas: Sequence[float] = (0.05,)
 ) -> list[tuple[float, float]]:
     """``(lo, hi)`` of ``mean(b) - mean(a)`` for each level ``1 - alpha``: every shift
     ``delta`` with ``b - delta`` and ``a`` not told apart by the permutation test at
@@ -111,7 +112,7 @@ def shift_interval(
 
 
 def ratio_interval(
-    a: Sequence[float], b: Sequence[float], alphas: Sequence[float] = (0.05,)
+    a: ArrayLike, b: ArrayLike, alphas: Sequence[float] = (0.05,)
 ) -> list[tuple[float, float]]:
     """``(lo, hi)`` of ``mean(b) / mean(a)`` for each level ``1 - alpha``: every ratio
     ``rho > 0`` with ``b / rho`` and ``a`` not told apart by the permutation test at
@@ -133,7 +134,7 @@ def ratio_interval(
     return out
 
 
-def pooled_sd(a: Sequence[float], b: Sequence[float]) -> float:
+def pooled_sd(a: ArrayLike, b: ArrayLike) -> float:
     """The two arms' pooled standard deviation (NaN with fewer than 3 values in all)."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     df = len(a) + len(b) - 2
@@ -174,7 +175,9 @@ def detectable_difference(
         return math.nan
     se = sd * math.sqrt(1 / n_a + 1 / n_b)
     top = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df) + 2) * se
-    return float(optimize.brentq(lambda e: power_for(e, n_a, n_b, sd, alpha) - power, 0, top))
+    # (scipy's annotations include the full_output=True tuple)
+    root = optimize.brentq(lambda e: power_for(e, n_a, n_b, sd, alpha) - power, 0, top)
+    return float(root)  # pyright: ignore[reportArgumentType]
 
 
 def word(interval: tuple[float, float], null: float, source: float) -> str:
@@ -224,8 +227,8 @@ class ClaimReading:
 
 
 def read_claim(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: ArrayLike,
+    b: ArrayLike,
     source_diff: float,
     source_ratio: float,
     m: int = 1,

@@ -104,7 +104,7 @@ def source_headline(primary: dict, ranked: Sequence[tuple[int, int]], top: int, 
 
 def _ranked(scores: pd.DataFrame) -> list[tuple[int, int]]:
     order = scores.sort_values(["induction", "layer", "head"], ascending=[False, True, True])
-    return [(int(r.layer), int(r.head)) for r in order.itertuples()]
+    return [(int(la), int(h)) for la, h in zip(order["layer"], order["head"], strict=True)]
 
 
 def lineage_counts(loaded, scores: pd.DataFrame, top_n: int, settings: Settings):
@@ -203,6 +203,14 @@ def _row_of(report: pd.DataFrame, task: str) -> pd.Series | None:
     return hit.iloc[0] if len(hit) else None
 
 
+def _the_row(report: pd.DataFrame, task: str) -> pd.Series:
+    """The ``task`` row that every ablation report holds (``MEAN``, ``regbench``)."""
+    row = _row_of(report, task)
+    if row is None:
+        raise RuntimeError(f"the ablation report has no {task} row")
+    return row
+
+
 def _readout_columns(report: pd.DataFrame, suffix: str, with_items: bool = False) -> dict:
     """The mean rows of ``report`` (the task metric and each readout) as row columns:
     ``drop``/``ctrl``/``p``/``shaped``/``p_shaped`` + ``_<readout>`` + ``suffix`` (``@0.05``
@@ -294,7 +302,7 @@ def measure_scanned(
     n_abl = len(plan.target)
     counts, sentence = lineage_counts(loaded, scores, settings.top_n or n_abl, settings)
 
-    mean = _row_of(report, "MEAN")
+    mean = _the_row(report, "MEAN")
     ctrl = json.loads(mean["ctrl_drops"])
     clean_items, abl_items = measured_items(result.run)
     lo, hi = bootstrap_ci_by_seed(clean_items, abl_items, n_boot=settings.n_boot, seed=0)
@@ -367,7 +375,7 @@ def measure_scanned(
         )
         assert reg.plan.target == plan.target and reg.plan.controls == plan.controls
         rb = reg.to_frame()
-        tvd, acc = _row_of(rb, "regbench"), _row_of(rb, "regbench:acc")
+        tvd, acc = _the_row(rb, "regbench"), _row_of(rb, "regbench:acc")
         row.update(
             tvd_clean=float(tvd["clean"]),
             tvd_drop=float(tvd["drop"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 import pandas as pd
 
@@ -61,6 +62,26 @@ class Replication:
         return markdown_tables(self)
 
 
+@overload
+def measure_model(
+    ref: ModelRef,
+    settings: Settings,
+    store: MeasurementStore | None = None,
+    progress: bool = False,
+    code: str | None = None,
+    log=None,
+    stored_only: Literal[False] = False,
+) -> Measured: ...
+@overload
+def measure_model(
+    ref: ModelRef,
+    settings: Settings,
+    store: MeasurementStore | None = None,
+    progress: bool = False,
+    code: str | None = None,
+    log=None,
+    stored_only: bool = False,
+) -> Measured | None: ...
 def measure_model(
     ref: ModelRef,
     settings: Settings,

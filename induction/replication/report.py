@@ -303,7 +303,7 @@ def verdict(rep) -> list[str]:
 def _pooled(r: dict) -> str:
     """The family's seeds together against their random heads (stats.pooled_rank_p)."""
     p, adj = r.get("p_pooled"), r.get("p_pooled_holm")
-    if p is None or p != p:
+    if p is None or p != p or adj is None:
         return "."
     said = "beat" if adj <= ALPHA else "do not beat"
     return (
@@ -361,7 +361,7 @@ def _groups(rep) -> list[str]:
         if not vals:
             continue
         near = [g for g in groups if r[f"clean:{g}"] == r[f"clean:{g}"] and r[f"clean:{g}"] < 0.05]
-        top = max(vals, key=vals.get)
+        top = max(vals, key=lambda g: vals[g])
         out.append(
             f"{r['family']} by group (drop; clean): "
             + ", ".join(f"{g} {vals[g]:+.3f}; {_f(r[f'clean:{g}'], '.2f')}" for g in vals)

@@ -179,3 +179,11 @@ def test_headroom_says_when_shuffled_labels_still_name_the_task():
     assert shuffled.headroom < 0.05 and foreign.headroom > 0.5
     assert foreign.table["fv"].max() > 10 * shuffled.table["fv"].abs().max()
     assert foreign.settings["corruption"] == "foreign"
+
+
+def test_a_bare_bridge_is_refused_in_one_line(tiny):
+    # fv reads the model's facts and tokenizer, which come with a LoadedModel only
+    from induction.errors import InputError
+
+    with pytest.raises(InputError, match="fv needs a model spec or a LoadedModel"):
+        fv.run(tiny.bridge)
