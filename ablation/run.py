@@ -511,6 +511,9 @@ def run_ablation(
 
             engine.evaluate_sets(prep, ablations, on_batch=batch_done, on_result=finished)
     meta = run_meta(loaded, plan, mode, mean_over, engine.timer.total_s, engine.timer.forward_s)
+    meta["evaluation_seconds"] = round(time.perf_counter() - estimate.start, 1)
+    if estimate.first_s is not None:  # its first estimate of that, to check it against
+        meta["first_estimate_seconds"] = round(estimate.first_s, 1)
     n_cached = sum(len(r.by_label) for r in results.values()) - len(todo)
     return RunResult(tasks=tasks, plan=plan, results=results, meta=meta, cached=n_cached)
 
@@ -571,6 +574,7 @@ class _Estimate:
         self.spent = dict.fromkeys(self.weights, 0.0)
         self.runs = sum(len(w) * n for _, w, n in tasks)
         self.ran, self.left_s, self.said = 0, None, None  # said: (left, when)
+        self.first_s: float | None = None  # the first estimate of the whole run's seconds
         self.start = self.last = clock()
         if log and self.runs:
             evaluations = sum(n for *_, n in tasks)
@@ -606,6 +610,7 @@ class _Estimate:
                 f"{tasks}, in {_duration(elapsed)})"
             )
             self.said = (self.left_s, now)
+            self.first_s = elapsed + self.left_s
             return
         before = max(0.0, self.said[0] - (now - self.said[1]))
         if (

@@ -212,9 +212,11 @@ def test_the_first_passes_cover_every_task(tiny_llama_dir):
     from ablation import ablate
 
     lines = []
-    ablate(tiny_llama_dir, suite="zoo", tasks=("copy", "var_depth0"), n_items=4, controls=3,
-           heads="0.1", readouts=False, cache=False, progress=False, head_sets_per_pass=2,
-           log=lines.append)  # fmt: skip
+    result = ablate(tiny_llama_dir, suite="zoo", tasks=("copy", "var_depth0"), n_items=4,
+                    controls=3, heads="0.1", readouts=False, cache=False, progress=False,
+                    head_sets_per_pass=2, log=lines.append)  # fmt: skip
     first = next(ln for ln in lines if ln.startswith("estimate: about"))
     assert "2 of 2 task(s)" in first, lines
     assert "(4 of 16 batches" in first  # one pass of 2 sets from each task
+    meta = result.meta  # the first estimate kept beside the time the evaluations took
+    assert 0 < meta["first_estimate_seconds"] and 0 < meta["evaluation_seconds"]
