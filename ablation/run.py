@@ -557,12 +557,15 @@ class _Estimate:
     batches, so tasks that differ in prompt length, decode steps and head sets per pass
     each count at their own pace; a task not yet sampled counts at the pooled pace. The
     first estimate waits until every task has run one pass over its batches
-    (``run_ablation`` takes one pass from each task in turn), or :data:`FIRST_BY_S` seconds.
+    (``run_ablation`` takes one pass from each task in turn), or :data:`FIRST_BY_S` seconds,
+    and has run :data:`FIRST_AFTER_S` seconds or :data:`FIRST_SHARE` of the batches.
     Later a ``re-estimate`` line follows whenever the time left moves by more than
     :data:`MOVE` of the last one said (and by 10 s).
     ``left_s`` is the current estimate of the seconds left (the progress bar's ETA)."""
 
     FIRST_BY_S = 60.0
+    #: ... and, unless it has run this share of the batches, at least this long
+    FIRST_AFTER_S, FIRST_SHARE = 20.0, 0.10
     MOVE = 0.25
 
     def __init__(self, log, tasks, instances: int, head_sets: int, clock=time.perf_counter):
@@ -603,6 +606,8 @@ class _Estimate:
             ]
             if pending and elapsed < self.FIRST_BY_S:
                 return
+            if elapsed < self.FIRST_AFTER_S and self.ran < self.FIRST_SHARE * self.runs:
+                return  # a few seconds' pace is the machine's load of those seconds
             tasks = f"{sampled} of {len(self.weights)} task(s)"
             self.log(
                 f"estimate: about {_duration(elapsed + self.left_s)} in all, "

@@ -207,6 +207,21 @@ def test_first_estimate_does_not_wait_past_its_limit():
     assert lines[1].startswith("estimate: about 50 s in all, 20 s left (3 of 5 batches")
 
 
+def test_first_estimate_waits_for_twenty_seconds_or_a_tenth_of_the_work():
+    tasks = [("a", [1.0], 200), ("b", [1.0], 200)]  # both sampled after 2 s
+    clock, lines = FakeClock(), []
+    run_estimate(tasks, {"a": 1.0, "b": 1.0}, [("a", 0), ("b", 0)] * 15, clock, lines)
+    assert (
+        lines[1].startswith("estimate: about 7 min in all")
+        and "(20 of 400 batches" in lines[1]
+        and "in 20 s)" in lines[1]
+    )
+    clock, lines = FakeClock(), []
+    run_estimate([("a", [1.0], 20), ("b", [1.0], 20)], {"a": 1.0, "b": 1.0},
+                 [("a", 0), ("b", 0)] * 3, clock, lines)  # fmt: skip
+    assert "(4 of 40 batches" in lines[1]
+
+
 def test_the_first_passes_cover_every_task(tiny_llama_dir):
     """A real run: the first estimate has sampled both tasks (one pass of each in turn)."""
     from ablation import ablate
