@@ -505,9 +505,9 @@ def run_ablation(
                 i = next(ticks)  # n calls per batch, one per head set, at its end
                 if i % n == n - 1:
                     estimate.tick(id(prep), i // n, n)
-                advance()
-                if estimate.left_s is not None:
+                if estimate.left_s is not None:  # before advance(): its line says it
                     advance.left(estimate.left_s)
+                advance()
 
             engine.evaluate_sets(prep, ablations, on_batch=batch_done, on_result=finished)
     meta = run_meta(loaded, plan, mode, mean_over, engine.timer.total_s, engine.timer.forward_s)
