@@ -8,7 +8,9 @@ raw results that :mod:`ablation.report` turns into the per-task table.
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -459,19 +461,30 @@ def run_ablation(
         note_damaged(cache.path, f"{misfits} result{s} that do not fit their task")
     n_batches = sum(len(p.batches) for p, *_ in todo)
     bar = _progress(progress, n_batches)
-    estimate = _Estimate(log, len(todo), n_batches, len(prepared), 1 + len(sets))
     by_prep: dict[int, list] = {}
     for entry in todo:
         by_prep.setdefault(id(entry[0]), []).append(entry)
-    with bar as (advance, describe_task):
-        for group in by_prep.values():
+    # every head set of a task in as few passes as memory allows (Engine.evaluate_sets), and
+    # the passes taken from each task in turn, so the first estimate has seen every task
+    per_task = []
+    for group in by_prep.values():
+        k = engine.sets_per_pass(group[0][0], len(group))
+        per_task.append([(group, s, k) for s in range(0, len(group), k)])
+    passes = [p for turn in itertools.zip_longest(*per_task) for p in turn if p is not None]
+    estimate = _Estimate(
+        log,
+        [(id(g[0][0]), _batch_weights(g[0][0]), len(g)) for g in by_prep.values()],
+        len(prepared),
+        1 + len(sets),
+    )
+    with bar as advance:
+        for group, start, k in passes:
             prep = group[0][0]
-            # every head set of a task in as few passes as memory allows (Engine.evaluate_sets)
-            k = engine.sets_per_pass(prep, len(group))
-            labels = [label for _, label, _, _ in group]
-            describe_task(f"{prep.task.name} [{_labels_text(labels, k)}]")
+            chunk = group[start : start + k]
+            labels = [label for _, label, _, _ in chunk]
+            advance.describe(f"{prep.task.name} [{_labels_text(labels, k)}]")
             ablations = []
-            for _, _, hooked, _ in group:
+            for _, _, hooked, _ in chunk:
                 ablation = None
                 if hooked:
                     means = (
@@ -482,15 +495,25 @@ def run_ablation(
                     ablation = HeadAblation(hooked, mode, means, mean_over)
                 ablations.append(ablation)
 
-            def finished(i, res, group=group, prep=prep):
-                _, label, hooked, key = group[i]
-                estimate.done(len(prep.batches))
+            def finished(i, res, chunk=chunk, prep=prep):
+                _, label, hooked, key = chunk[i]
                 res.heads = describe(hooked)
                 cache.put(key, res)
                 results[task_key(prep.task)][label] = res
 
-            engine.evaluate_sets(prep, ablations, on_batch=advance, on_result=finished)
+            def batch_done(prep=prep, n=len(chunk), ticks=itertools.count()):
+                i = next(ticks)  # n calls per batch, one per head set, at its end
+                if i % n == n - 1:
+                    estimate.tick(id(prep), i // n, n)
+                if estimate.left_s is not None:  # before advance(): its line says it
+                    advance.left(estimate.left_s)
+                advance()
+
+            engine.evaluate_sets(prep, ablations, on_batch=batch_done, on_result=finished)
     meta = run_meta(loaded, plan, mode, mean_over, engine.timer.total_s, engine.timer.forward_s)
+    meta["evaluation_seconds"] = round(time.perf_counter() - estimate.start, 1)
+    if estimate.first_s is not None:  # its first estimate of that, to check it against
+        meta["first_estimate_seconds"] = round(estimate.first_s, 1)
     n_cached = sum(len(r.by_label) for r in results.values()) - len(todo)
     return RunResult(tasks=tasks, plan=plan, results=results, meta=meta, cached=n_cached)
 
@@ -519,33 +542,99 @@ def run_meta(loaded, plan: HeadPlan, mode, mean_over, total_s: float, forward_s:
     }
 
 
+def _batch_weights(prep) -> list[float]:
+    """Relative cost of each of ``prep``'s batches for one head set: its rows times the
+    tokens each row runs through (prompt width plus decode steps). Batches are sorted by
+    prompt length, so the first ones are the cheapest; tasks differ in width and steps."""
+    steps = getattr(prep.task, "max_new_tokens", 0)
+    return [float(len(idx) * (ids.shape[1] + steps)) for idx, ids, _ in prep.batches]
+
+
 class _Estimate:
-    """The run's size up front, then an estimate from the first evaluations' pace."""
+    """The run's size up front, then the time it takes, re-estimated as it goes.
 
-    def __init__(self, log, evaluations: int, batches: int, tasks: int, head_sets: int):
-        import time
+    Each task's pace (seconds per unit of :func:`_batch_weights`) is measured on its own
+    batches, so tasks that differ in prompt length, decode steps and head sets per pass
+    each count at their own pace; a task not yet sampled counts at the pooled pace. The
+    first estimate waits until every task has run one pass over its batches
+    (``run_ablation`` takes one pass from each task in turn), or :data:`FIRST_BY_S` seconds,
+    and has run :data:`FIRST_AFTER_S` seconds or :data:`FIRST_SHARE` of the batches.
+    Later a ``re-estimate`` line follows whenever the time left moves by more than
+    :data:`MOVE` of the last one said (and by 10 s).
+    ``left_s`` is the current estimate of the seconds left (the progress bar's ETA)."""
 
-        self.log, self.batches, self.seen, self.start = log, batches, 0, time.perf_counter()
-        self.said = False
-        if log and evaluations:
+    FIRST_BY_S = 60.0
+    #: ... and, unless it has run this share of the batches, at least this long
+    FIRST_AFTER_S, FIRST_SHARE = 20.0, 0.10
+    MOVE = 0.25
+
+    def __init__(self, log, tasks, instances: int, head_sets: int, clock=time.perf_counter):
+        """``tasks``: ``(key, batch weights, head sets still to run)`` per task."""
+        self.log, self.clock = log, clock
+        self.weights = {key: w for key, w, _ in tasks}
+        self.left_w = {key: sum(w) * n for key, w, n in tasks}  # work left per task
+        self.done_w = dict.fromkeys(self.weights, 0.0)
+        self.spent = dict.fromkeys(self.weights, 0.0)
+        self.runs = sum(len(w) * n for _, w, n in tasks)
+        self.ran, self.left_s, self.said = 0, None, None  # said: (left, when)
+        self.first_s: float | None = None  # the first estimate of the whole run's seconds
+        self.start = self.last = clock()
+        if log and self.runs:
+            evaluations = sum(n for *_, n in tasks)
             log(
-                f"size: {tasks} task instance(s) x {head_sets} head sets (clean, target, "
-                f"controls) = {evaluations} evaluations still to run, {batches} batches; "
+                f"size: {instances} task instance(s) x {head_sets} head sets (clean, target, "
+                f"controls) = {evaluations} evaluations still to run, {self.runs} batches; "
                 "--n-items, --controls, --task or --device cuda make it smaller"
             )
 
-    def done(self, batches: int) -> None:
-        import time
-
-        self.seen += batches
-        elapsed = time.perf_counter() - self.start
-        if self.log and not self.said and (elapsed > 5 or self.seen >= self.batches):
-            self.said = True
-            total = elapsed * self.batches / max(self.seen, 1)
+    def tick(self, key, batch: int, sets: int = 1) -> None:
+        """``sets`` head sets' run of batch ``batch`` of task ``key`` is done."""
+        now = self.clock()
+        w = self.weights[key][batch] * sets
+        self.spent[key] += now - self.last
+        self.done_w[key] += w
+        self.left_w[key] -= w
+        self.last, self.ran = now, self.ran + sets
+        self.left_s = self._left()
+        elapsed = now - self.start
+        if not self.log:
+            return
+        if self.said is None:
+            sampled = sum(1 for k in self.weights if self.done_w[k] > 0)
+            pending = [  # tasks yet to finish their first pass (or all they had to run)
+                k for k in self.weights if self.done_w[k] < sum(self.weights[k]) and self.left_w[k]
+            ]
+            if pending and elapsed < self.FIRST_BY_S:
+                return
+            if elapsed < self.FIRST_AFTER_S and self.ran < self.FIRST_SHARE * self.runs:
+                return  # a few seconds' pace is the machine's load of those seconds
+            tasks = f"{sampled} of {len(self.weights)} task(s)"
             self.log(
-                f"estimate: about {_duration(total)} in all at this pace "
-                f"({self.seen} of {self.batches} batches in {_duration(elapsed)})"
+                f"estimate: about {_duration(elapsed + self.left_s)} in all, "
+                f"{_duration(self.left_s)} left ({self.ran} of {self.runs} batches, "
+                f"{tasks}, in {_duration(elapsed)})"
             )
+            self.said = (self.left_s, now)
+            self.first_s = elapsed + self.left_s
+            return
+        before = max(0.0, self.said[0] - (now - self.said[1]))
+        if (
+            abs(self.left_s - before) > self.MOVE * max(before, 1.0)
+            and abs(self.left_s - before) > 10
+        ):
+            self.log(
+                f"re-estimate: about {_duration(elapsed + self.left_s)} in all, "
+                f"{_duration(self.left_s)} left ({self.ran} of {self.runs} batches in "
+                f"{_duration(elapsed)})"
+            )
+            self.said = (self.left_s, now)
+
+    def _left(self) -> float:
+        pooled = sum(self.spent.values()) / max(sum(self.done_w.values()), 1e-9)
+        return sum(
+            left * (self.spent[k] / self.done_w[k] if self.done_w[k] else pooled)
+            for k, left in self.left_w.items()
+        )
 
 
 def _duration(seconds: float) -> str:
@@ -557,7 +646,8 @@ def _duration(seconds: float) -> str:
 
 
 class _progress:
-    """``(advance, describe)`` over :func:`induction.progress.progress`: a rich bar on a
+    """An advance (``advance()``, ``.describe(text)``, ``.left(seconds)``) over
+    :func:`induction.progress.progress`: a rich bar on a
     terminal, periodic one-line progress in logs and CI, nothing when disabled."""
 
     def __init__(self, enabled: bool, total: int):
@@ -568,8 +658,7 @@ class _progress:
 
     def __enter__(self):
         bar = self.reporter.__enter__()
-        advance = bar.task(self.total, "ablate")
-        return (lambda: advance()), (lambda text: advance.describe(text))
+        return bar.task(self.total, "ablate")
 
     def __exit__(self, *exc):
         return self.reporter.__exit__(*exc)

@@ -80,6 +80,10 @@ class Advance:
     def describe(self, text: str) -> None:
         pass
 
+    def left(self, seconds: float) -> None:
+        """Use the caller's estimate of the seconds left (e.g. from a cost model) in place
+        of the linear one in the bar's or line's ``~N s left``."""
+
 
 _NOOP = Advance()
 
@@ -94,6 +98,9 @@ class _BarAdvance(Advance):
     def describe(self, text: str) -> None:
         self._bar.update(self._tid, description=text)
 
+    def left(self, seconds: float) -> None:
+        self._bar.update(self._tid, left_s=seconds, left_at=time.monotonic())
+
 
 class _LineAdvance(Advance):
     def __init__(self, total: int, label: str, stream: IO[str], clock=None):
@@ -103,6 +110,7 @@ class _LineAdvance(Advance):
         self.start = self.last = clock()
         self.next_share = LINE_STEP
         self.printed = False
+        self.left_s: tuple[float, float] | None = None  # (seconds left, when said)
 
     def __call__(self, n: int = 1) -> None:
         self.done = min(self.total, self.done + n)
@@ -118,6 +126,9 @@ class _LineAdvance(Advance):
     def describe(self, text: str) -> None:
         self.label = text
 
+    def left(self, seconds: float) -> None:
+        self.left_s = (seconds, self.clock())
+
     def _line(self, now: float) -> None:
         elapsed = now - self.start
         text = f"{self.label}: {self.done}/{self.total} ({100 * self.done / self.total:.0f}%)"
@@ -125,7 +136,9 @@ class _LineAdvance(Advance):
             text += f", done in {elapsed:.0f} s"
         else:
             text += f", {elapsed:.0f} s elapsed"
-            if self.done:
+            if self.left_s is not None:
+                text += f", ~{max(0.0, self.left_s[0] - (now - self.left_s[1])):.0f} s left"
+            elif self.done:
                 text += f", ~{elapsed * (self.total - self.done) / self.done:.0f} s left"
         print(text, file=self.stream, flush=True)
         self.last = now
@@ -204,6 +217,20 @@ class Progress:
                 TimeRemainingColumn,
             )
             from rich.progress import Progress as RichProgress
+            from rich.text import Text
+
+            class _Remaining(TimeRemainingColumn):
+                """The caller's estimate (``advance.left``) when given, else rich's own."""
+
+                def render(self, task):
+                    if "left_s" not in task.fields or task.finished:
+                        return super().render(task)
+                    left = max(
+                        0.0, task.fields["left_s"] - (time.monotonic() - task.fields["left_at"])
+                    )
+                    minutes, secs = divmod(int(left), 60)
+                    hours, minutes = divmod(minutes, 60)
+                    return Text(f"{hours:d}:{minutes:02d}:{secs:02d}", style="progress.remaining")
 
             console = Console(file=self.stream) if self.stream else Console(stderr=True)
             self._bar = RichProgress(
@@ -211,7 +238,7 @@ class Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                TimeRemainingColumn(),
+                _Remaining(),
                 console=console,
                 transient=True,
             )

@@ -136,3 +136,102 @@ def test_the_resume_cache_key_covers_every_module_the_engine_computes_with():
     for module in imported:
         parent = module if module in packages else module.rpartition(".")[0]
         assert parent in packages, module
+
+
+# --------------------------------------------------------------------------- time estimates
+
+
+class FakeClock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def run_estimate(tasks, pace_s, order, clock, lines, first_by_s=None):
+    """Drive ``_Estimate`` through ``order`` (``(task, batch)`` runs), each taking
+    ``pace_s[task] * weight`` seconds of the fake clock."""
+    from ablation.run import _Estimate
+
+    est = _Estimate(lines.append, tasks, len(tasks), 3, clock=clock)
+    if first_by_s is not None:
+        est.FIRST_BY_S = first_by_s
+    weights = {key: w for key, w, _ in tasks}
+    lefts = []
+    for key, batch in order:
+        clock.t += pace_s[key] * weights[key][batch]
+        est.tick(key, batch)
+        lefts.append(est.left_s)
+    return est, lefts
+
+
+def test_estimate_weights_each_task_at_its_own_pace():
+    # a cheap task first (short batches, fast), then a slow one with a long batch: the
+    # first estimate waits for a pass of both and is exact; the first task's pace says 12 s
+    tasks = [("a", [1.0, 1.0], 3), ("b", [2.0, 6.0], 3)]
+    pace = {"a": 1.0, "b": 3.0}
+    order = [("a", 0), ("a", 1), ("b", 0), ("b", 1)] * 3
+    clock, lines = FakeClock(), []
+    _, lefts = run_estimate(tasks, pace, order, clock, lines)
+    assert (
+        lines[0].startswith("size: 2 task instance(s) x 3 head sets") and "12 batches" in lines[0]
+    )
+    assert lines[1].startswith("estimate: about 78 s in all, 52 s left (4 of 12 batches")
+    assert "2 of 2 task(s)" in lines[1] and clock.t == 78.0
+    assert len(lines) == 2  # the pace held: no re-estimate
+    assert lefts[-1] == 0.0
+    assert lefts[2] == pytest.approx(78.0 - 8.0)  # exact from b's first, short batch on
+
+
+def test_a_slower_pace_brings_a_re_estimate():
+    from ablation.run import _Estimate
+
+    clock, lines = FakeClock(), []
+    est = _Estimate(lines.append, [("a", [1.0] * 10, 2)], 1, 2, clock=clock)
+    for i in range(20):
+        clock.t += 2.0 if i < 10 else 6.0  # three times slower after the first pass
+        est.tick("a", i % 10)
+    again = [ln for ln in lines if ln.startswith("re-estimate")]
+    assert lines[1].startswith("estimate: about 40 s in all, 20 s left") and again
+    assert len(again) <= 5  # only when the time left moves by more than 25% (and 10 s)
+    assert est.left_s == 0.0
+
+
+def test_first_estimate_does_not_wait_past_its_limit():
+    tasks = [("a", [1.0] * 4, 1), ("b", [1.0], 1)]
+    clock, lines = FakeClock(), []
+    order = [("a", 0), ("a", 1), ("a", 2)]
+    run_estimate(tasks, {"a": 10.0, "b": 10.0}, order, clock, lines, first_by_s=30)
+    assert len(lines) == 2 and "1 of 2 task(s)" in lines[1]  # b not sampled: pooled pace
+    assert lines[1].startswith("estimate: about 50 s in all, 20 s left (3 of 5 batches")
+
+
+def test_first_estimate_waits_for_twenty_seconds_or_a_tenth_of_the_work():
+    tasks = [("a", [1.0], 200), ("b", [1.0], 200)]  # both sampled after 2 s
+    clock, lines = FakeClock(), []
+    run_estimate(tasks, {"a": 1.0, "b": 1.0}, [("a", 0), ("b", 0)] * 15, clock, lines)
+    assert (
+        lines[1].startswith("estimate: about 7 min in all")
+        and "(20 of 400 batches" in lines[1]
+        and "in 20 s)" in lines[1]
+    )
+    clock, lines = FakeClock(), []
+    run_estimate([("a", [1.0], 20), ("b", [1.0], 20)], {"a": 1.0, "b": 1.0},
+                 [("a", 0), ("b", 0)] * 3, clock, lines)  # fmt: skip
+    assert "(4 of 40 batches" in lines[1]
+
+
+def test_the_first_passes_cover_every_task(tiny_llama_dir):
+    """A real run: the first estimate has sampled both tasks (one pass of each in turn)."""
+    from ablation import ablate
+
+    lines = []
+    result = ablate(tiny_llama_dir, suite="zoo", tasks=("copy", "var_depth0"), n_items=4,
+                    controls=3, heads="0.1", readouts=False, cache=False, progress=False,
+                    head_sets_per_pass=2, log=lines.append)  # fmt: skip
+    first = next(ln for ln in lines if ln.startswith("estimate: about"))
+    assert "2 of 2 task(s)" in first, lines
+    assert "(4 of 16 batches" in first  # one pass of 2 sets from each task
+    meta = result.meta  # the first estimate kept beside the time the evaluations took
+    assert 0 < meta["first_estimate_seconds"] and 0 < meta["evaluation_seconds"]

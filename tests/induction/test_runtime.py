@@ -157,6 +157,21 @@ def test_lines_quiet_for_fast_tasks_and_slow_steps():
     assert "~" in lines[0] and "s left" in lines[0]
 
 
+def test_lines_take_the_callers_time_left_over_the_linear_one():
+    clock = FakeClock()
+    out = io.StringIO()
+    with Progress(True, stream=out, mode="lines", clock=clock) as bar:
+        advance = bar.task(10, "ablate")
+        for step in range(3):
+            clock.t += 3.0
+            advance()
+            if step == 1:
+                advance.left(100.0)  # the caller knows better than 3 s a step
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("ablate: 1/10") and "~27 s left" in lines[0]  # linear
+    assert "~97 s left" in lines[-1]  # 100 s said, 3 s ago
+
+
 def test_off_and_single_step_tasks_are_noops():
     out = io.StringIO()
     with Progress(False, stream=out) as bar:
