@@ -51,6 +51,14 @@ class TaskSpec:
         """``gen`` (decoded answers) or ``dist`` (next-symbol distributions)."""
         return "dist" if get_metric(self.metric).kind == "dist" else "gen"
 
+    def stamp(self, task):
+        """``task`` (a built :class:`~ablation.tasks.base.GenTask`) carrying this record's
+        metric, stops, decode length, group, suite and control flag; returns it."""
+        task.metric, task.stop = self.metric, list(self.stop)
+        task.max_new_tokens, task.group = self.max_new_tokens, self.group
+        task.suite, task.positive_control = self.suite, self.positive_control
+        return task
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["stop"] = list(self.stop)

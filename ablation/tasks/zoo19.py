@@ -481,9 +481,7 @@ def build(
             for r in recs
         ]
         task = GenTask(name, items, metric=spec.metric)
-    task.metric, task.stop, task.max_new_tokens = spec.metric, list(spec.stop), spec.max_new_tokens
-    task.group, task.suite, task.positive_control = spec.group, SUITE, spec.positive_control
-    return task
+    return spec.stamp(task)
 
 
 def load(

@@ -120,9 +120,7 @@ def build(
             prompt = " ".join([t for d in demos for t in d.tokens] + list(q.query))
             items.append(GenItem(prompt, [q.answer_text], list(q.candidates)))
         task = GenTask(name, items)
-    task.metric, task.stop, task.max_new_tokens = spec.metric, list(spec.stop), spec.max_new_tokens
-    task.group, task.suite, task.positive_control = spec.group, SUITE, spec.positive_control
-    return task
+    return spec.stamp(task)
 
 
 def load(

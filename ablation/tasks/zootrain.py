@@ -124,9 +124,7 @@ def build(
         task = zoo.copy(n_items, seed)
     else:
         task = zoo.var_assign(int(name[-1]), n_items, k, seed, max_tokens)
-    task.metric, task.stop, task.max_new_tokens = spec.metric, list(spec.stop), spec.max_new_tokens
-    task.group, task.suite, task.positive_control = spec.group, SUITE, spec.positive_control
-    return task
+    return spec.stamp(task)
 
 
 def load(
