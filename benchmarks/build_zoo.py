@@ -185,27 +185,6 @@ def build_seeds(family: str, seeds: list[int], dest: Path = MODELS, device: str 
                 (out / MARK).unlink(missing_ok=True)  # finished: a model, no longer a build
             lines.append(done)
     return lines
-    cfgs = ", ".join(
-        "None"
-        if step is not None
-        else f"zoo_config({family!r}, {seed}, device={device or 'cpu'!r})"
-        for seed, _, step in todo
-    )
-    code = (
-        "from pathlib import Path; from induction.training.multiseed import train_seeds; "
-        "from induction.training.train import zoo_config; "
-        f"train_seeds([{cfgs}], [{', '.join(f'Path({str(o)!r})' for _, o, _ in todo)}], "
-        f"resume={[step is not None for *_, step in todo]!r}, progress=False, device={device!r})"
-    )
-    _run(code, dest.parent / f"build-{family}-s{todo[0][0]}-{len(todo)}.log")
-    for seed, out, step in todo:
-        done = f"{out.name}: " + ("trained" if step is None else f"resumed from step {step}")
-        done += f" ({len(todo)} seeds in one process)"
-        if seed != 0 and (out / "card.json").is_file():
-            shutil.rmtree(out / "checkpoints", ignore_errors=True)
-            done += " (checkpoints dropped: only seed 0 ships them)"
-        lines.append(done)
-    return lines
 
 
 def _run(code: str, log: Path) -> None:
