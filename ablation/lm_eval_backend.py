@@ -749,12 +749,12 @@ def run_lm_eval(
             if missing:
                 todo.append((seed, label, hooked, missing))
     with (
-        _progress(progress, len(todo)) as (advance, describe_run),
+        _progress(progress, len(todo)) as advance,
         _quiet(),
         _sandbox(suite.trusted),
     ):
         for seed, label, hooked, missing in todo:
-            describe_run(f"lm-eval [{label}]")
+            advance.describe(f"lm-eval [{label}]")
             lm.set_heads(hooked, mode, mean_over)
             tasks = {n: suite.task_dict["tasks"][n] for n in missing}
             for task in tasks.values():
