@@ -49,7 +49,10 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
+
+from scan_speed import FixedPrompts, sync  # noqa: E402  (the detector benchmark's)
 
 from induction.io import write_json  # noqa: E402
 
@@ -57,11 +60,6 @@ NOT_AVAILABLE = "not available in this build"
 
 
 # --------------------------------------------------------------------------- timing helpers
-
-
-def sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def timed(fn: Callable, device: str, runs: int = 1) -> tuple[float, object]:
@@ -164,20 +162,6 @@ class Models:
 
 
 # --------------------------------------------------------------------------- sections
-
-
-class FixedPrompts:
-    """Hands ``detect_head`` our exact token rows (it tokenizes strings otherwise)."""
-
-    def __init__(self, bridge, rows: torch.Tensor):
-        self._bridge, self._rows, self.cfg = bridge, rows, bridge.cfg
-
-    def to_tokens(self, key):
-        key = key[0] if isinstance(key, list) else key
-        return self._rows[int(key)].unsqueeze(0)
-
-    def run_with_cache(self, *args, **kwargs):
-        return self._bridge.run_with_cache(*args, **kwargs)
 
 
 def check_scan(models: Models, device: str, quick: bool) -> dict:
