@@ -84,11 +84,23 @@ MIX_V2: dict[str, float] = {
     "facts": 0.15,
 }
 
-#: Round 4 (docs/replication.md, "Round 4"): every ``zoo4g`` group in its format. Variable
-#: assignment gets more than the second zoo's share (0.35 across ``programs``, whose depths 0
-#: and 1 are ``varassign``'s format): a first round-4 design's pilot left it at a constant
-#: answer when diluted; ``copy`` and ``lookup`` keep the induction heads' data.
+#: Round 4 (docs/replication.md, "Round 4"): every ``zoo4g`` group in its format, after pilot
+#: 1's notes. ``lookup`` (the binding every in-context group builds on) is back at the second
+#: zoo's 0.20 and ``varassign`` (variable programs at depths 0-1, ``var_depth0``/``1``'s format)
+#: at the 0.30 that taught grown8c; the new kinds share what is left, ``copy`` and ``facts``
+#: cut because the warm-up and pilot 1 (facts 1.00 at 0.15) show they need less.
 MIX_R4: dict[str, float] = {
+    "copy": 0.05,
+    "lookup": 0.2,
+    "varassign": 0.3,
+    "facts": 0.1,
+    "openbook": 0.15,
+    "math": 0.1,
+    "programs": 0.1,
+}
+#: Pilot 1's round-4 mix (a record: ``benchmarks/results/pilot4/grown8rt-s0_card.json``). Its
+#: model never learnt lookup (``lookup`` 0.05), so no program binding formed.
+MIX_R4_PILOT1: dict[str, float] = {
     "copy": 0.1,
     "lookup": 0.05,
     "facts": 0.15,
