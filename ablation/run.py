@@ -476,6 +476,7 @@ def run_ablation(
         [(id(g[0][0]), _batch_weights(g[0][0]), len(g)) for g in by_prep.values()],
         len(prepared),
         1 + len(sets),
+        controls=any(label not in (CLEAN, TARGET) for _, label, _, _ in todo),
     )
     with bar as advance:
         for group, start, k in passes:
@@ -501,10 +502,15 @@ def run_ablation(
                 cache.put(key, res)
                 results[task_key(prep.task)][label] = res
 
-            def batch_done(prep=prep, n=len(chunk), ticks=itertools.count()):
+            def batch_done(
+                prep=prep,
+                n=len(chunk),
+                control=any(label not in (CLEAN, TARGET) for label in labels),
+                ticks=itertools.count(),
+            ):
                 i = next(ticks)  # n calls per batch, one per head set, at its end
                 if i % n == n - 1:
-                    estimate.tick(id(prep), i // n, n)
+                    estimate.tick(id(prep), i // n, n, control)
                 if estimate.left_s is not None:  # before advance(): its line says it
                     advance.left(estimate.left_s)
                 advance()
@@ -555,10 +561,14 @@ class _Estimate:
 
     Each task's pace (seconds per unit of :func:`_batch_weights`) is measured on its own
     batches, so tasks that differ in prompt length, decode steps and head sets per pass
-    each count at their own pace; a task not yet sampled counts at the pooled pace. The
+    each count at their own pace; a task not yet sampled counts at the pooled pace. Once a
+    task has run a pass with a control set, its passes with one set its pace: the clean and
+    target sets run first, so the rest is controls. The
     first estimate waits until every task has run one pass over its batches
-    (``run_ablation`` takes one pass from each task in turn), or :data:`FIRST_BY_S` seconds,
-    and has run :data:`FIRST_AFTER_S` seconds or :data:`FIRST_SHARE` of the batches.
+    (``run_ablation`` takes one pass from each task in turn) and, where controls are to run,
+    one pass with a control set (the clean and target sets alone mislead: their generation
+    stops at other steps), or :data:`FIRST_BY_S` seconds; and it has run
+    :data:`FIRST_AFTER_S` seconds or :data:`FIRST_SHARE` of the batches.
     Later a ``re-estimate`` line follows whenever the time left moves by more than
     :data:`MOVE` of the last one said (and by 10 s).
     ``left_s`` is the current estimate of the seconds left (the progress bar's ETA)."""
@@ -568,13 +578,25 @@ class _Estimate:
     FIRST_AFTER_S, FIRST_SHARE = 20.0, 0.10
     MOVE = 0.25
 
-    def __init__(self, log, tasks, instances: int, head_sets: int, clock=time.perf_counter):
-        """``tasks``: ``(key, batch weights, head sets still to run)`` per task."""
+    def __init__(
+        self,
+        log,
+        tasks,
+        instances: int,
+        head_sets: int,
+        controls: bool = False,
+        clock=time.perf_counter,
+    ):
+        """``tasks``: ``(key, batch weights, head sets still to run)`` per task;
+        ``controls``: whether control sets are among them."""
         self.log, self.clock = log, clock
+        self.control_pending = controls  # no batch with a control set has run yet
         self.weights = {key: w for key, w, _ in tasks}
         self.left_w = {key: sum(w) * n for key, w, n in tasks}  # work left per task
         self.done_w = dict.fromkeys(self.weights, 0.0)
         self.spent = dict.fromkeys(self.weights, 0.0)
+        self.control_w = dict.fromkeys(self.weights, 0.0)  # the same, on passes with a control
+        self.control_s = dict.fromkeys(self.weights, 0.0)
         self.runs = sum(len(w) * n for _, w, n in tasks)
         self.ran, self.left_s, self.said = 0, None, None  # said: (left, when)
         self.first_s: float | None = None  # the first estimate of the whole run's seconds
@@ -587,12 +609,17 @@ class _Estimate:
                 "--n-items, --controls, --task or --device cuda make it smaller"
             )
 
-    def tick(self, key, batch: int, sets: int = 1) -> None:
-        """``sets`` head sets' run of batch ``batch`` of task ``key`` is done."""
+    def tick(self, key, batch: int, sets: int = 1, control: bool = False) -> None:
+        """``sets`` head sets' run of batch ``batch`` of task ``key`` is done; ``control``:
+        a control set was among them."""
         now = self.clock()
+        self.control_pending = self.control_pending and not control
         w = self.weights[key][batch] * sets
         self.spent[key] += now - self.last
         self.done_w[key] += w
+        if control:
+            self.control_s[key] += now - self.last
+            self.control_w[key] += w
         self.left_w[key] -= w
         self.last, self.ran = now, self.ran + sets
         self.left_s = self._left()
@@ -604,7 +631,7 @@ class _Estimate:
             pending = [  # tasks yet to finish their first pass (or all they had to run)
                 k for k in self.weights if self.done_w[k] < sum(self.weights[k]) and self.left_w[k]
             ]
-            if pending and elapsed < self.FIRST_BY_S:
+            if (pending or self.control_pending) and elapsed < self.FIRST_BY_S:
                 return
             if elapsed < self.FIRST_AFTER_S and self.ran < self.FIRST_SHARE * self.runs:
                 return  # a few seconds' pace is the machine's load of those seconds
@@ -631,10 +658,13 @@ class _Estimate:
 
     def _left(self) -> float:
         pooled = sum(self.spent.values()) / max(sum(self.done_w.values()), 1e-9)
-        return sum(
-            left * (self.spent[k] / self.done_w[k] if self.done_w[k] else pooled)
-            for k, left in self.left_w.items()
-        )
+
+        def pace(k) -> float:  # what is left of a task after its first control pass is controls
+            if self.control_w[k]:
+                return self.control_s[k] / self.control_w[k]
+            return self.spent[k] / self.done_w[k] if self.done_w[k] else pooled
+
+        return sum(left * pace(k) for k, left in self.left_w.items())
 
 
 def _duration(seconds: float) -> str:

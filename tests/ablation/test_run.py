@@ -198,6 +198,29 @@ def test_a_slower_pace_brings_a_re_estimate():
     assert est.left_s == 0.0
 
 
+def test_first_estimate_waits_for_a_control_set():
+    """SmolLM2's one-task run (issue #45): clean and target take 14 s a pass, the ten controls
+    4 s. Said after the first two passes the estimate would be 168 s; it waits for a control."""
+    from ablation.run import _Estimate
+
+    clock, lines = FakeClock(), []
+    est = _Estimate(lines.append, [("a", [1.0], 12)], 1, 12, controls=True, clock=clock)
+    for i in range(12):
+        clock.t += 14.0 if i < 2 else 4.0
+        est.tick("a", 0, control=i >= 2)
+        if i == 1:
+            assert len(lines) == 1  # the size line only: no control pass yet
+    # the rest is controls, at the controls' pace (the pace of all three passes says 128 s)
+    assert lines[1].startswith("estimate: about 68 s in all, 36 s left (3 of 12 batches")
+    assert clock.t == 68.0 and est.first_s == 68.0 and len(lines) == 2
+    # without controls to come (--controls 0) nothing is waited for
+    clock, lines = FakeClock(), []
+    est = _Estimate(lines.append, [("a", [1.0], 2)], 1, 2, clock=clock)
+    clock.t += 30.0
+    est.tick("a", 0)
+    assert lines[1].startswith("estimate: about 60 s in all")
+
+
 def test_first_estimate_does_not_wait_past_its_limit():
     tasks = [("a", [1.0] * 4, 1), ("b", [1.0], 1)]
     clock, lines = FakeClock(), []
@@ -223,7 +246,8 @@ def test_first_estimate_waits_for_twenty_seconds_or_a_tenth_of_the_work():
 
 
 def test_the_first_passes_cover_every_task(tiny_llama_dir):
-    """A real run: the first estimate has sampled both tasks (one pass of each in turn)."""
+    """A real run: the first estimate has sampled both tasks (one pass of each in turn) and a
+    control set (the next pass)."""
     from ablation import ablate
 
     lines = []
@@ -232,6 +256,6 @@ def test_the_first_passes_cover_every_task(tiny_llama_dir):
                     head_sets_per_pass=2, log=lines.append)  # fmt: skip
     first = next(ln for ln in lines if ln.startswith("estimate: about"))
     assert "2 of 2 task(s)" in first, lines
-    assert "(4 of 16 batches" in first  # one pass of 2 sets from each task
+    assert "(6 of 16 batches" in first  # clean+target of each task, then copy's [c0, c1]
     meta = result.meta  # the first estimate kept beside the time the evaluations took
     assert 0 < meta["first_estimate_seconds"] and 0 < meta["evaluation_seconds"]
