@@ -43,7 +43,7 @@ from ablation.hooks import HeadAblation, HeadMeans, HeadSetsAblation, head_means
 from ablation.results import EvalResult
 from ablation.tasks.base import DistTask, GenTask, Task
 from induction.errors import InputError
-from induction.kv_cache import cache_argument, enable_kv_cache, selected
+from induction.models.kv_cache import cache_argument, enable_kv_cache, selected
 
 ENGINE_VERSION = 2  # 2: typed results (ablation.results), items per metric
 
@@ -590,7 +590,7 @@ def _mean(values) -> float:
 class ResultCache:
     """Append-only JSONL of finished results, one line per (task fingerprint, ablation key).
 
-    Each line is sealed (:func:`induction.cache_integrity.seal_record`: a ``seal`` field, the
+    Each line is sealed (:func:`induction.store.cache_integrity.seal_record`: a ``seal`` field, the
     SHA-256 of its key and result) and written with a single ``write``, then flushed and
     fsynced. On reading, a torn last line (a crash mid-write) is dropped quietly; a complete
     line whose seal does not match (or that does not parse into a result) is dropped with one
@@ -607,14 +607,14 @@ class ResultCache:
         elif self.path is not None and (self.path.exists() or self.path.is_symlink()):
             # a folder, FIFO or dangling link where the cache file belongs (AC13): recompute
             # and cache nothing, rather than fail at the first write or read from a FIFO
-            from induction.cache_integrity import note_damaged
+            from induction.store.cache_integrity import note_damaged
 
             note_damaged(self.path, "not a regular file; results are recomputed, not cached")
             self.path = None
 
     def _load(self, path: Path) -> None:
-        from induction.cache_integrity import note_damaged
-        from induction.io import replace_file
+        from induction.store.cache_integrity import note_damaged
+        from induction.store.io import replace_file
 
         lines = path.read_bytes().split(b"\n")
         torn = lines.pop()  # b"" when the file ends with a newline
@@ -648,7 +648,7 @@ class ResultCache:
         self.data[key] = result
         if self.path is None:
             return
-        from induction.cache_integrity import seal_record
+        from induction.store.cache_integrity import seal_record
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(seal_record({"key": key, "result": result.to_json()})) + "\n"
@@ -658,14 +658,14 @@ class ResultCache:
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as e:  # a full disk names the cache (docs/safety.md)
-            from induction.io import disk_full
+            from induction.store.io import disk_full
 
             raise (disk_full(e, self.path) or e) from None
 
 
 def _parse_line(raw: bytes) -> tuple[str, EvalResult] | None:
     """``(key, result)`` of a resume-cache line whose seal matches, else None."""
-    from induction.cache_integrity import open_record
+    from induction.store.cache_integrity import open_record
 
     try:
         rec = open_record(json.loads(raw.decode("utf-8")))

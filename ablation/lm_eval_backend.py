@@ -14,7 +14,7 @@ cache as the engine's. See ``docs/lm-eval.md``.
 
 Task configs from an ``--lm-eval-include`` folder or given by path are inputs and may carry
 code: :func:`task_inputs` lists every file and folder they read (the YAMLs, their
-``include`` chain, their data files) for :func:`induction.io.check_outputs`, and refuses,
+``include`` chain, their data files) for :func:`induction.store.io.check_outputs`, and refuses,
 unless ``trust_remote_code``, a ``!function`` tag (the harness imports that Python file) or a
 metric the harness would load from HF ``evaluate`` (a Python script). Their Jinja templates
 render in a sandbox (:func:`_sandbox`) unless ``trust_remote_code``. The harness's own task
@@ -131,7 +131,7 @@ def task_inputs(cfg) -> list[Path]:
     """The files and folders the ``cfg.lm_eval`` tasks read: the ``--lm-eval-include``
     folder, each task YAML outside the harness's package with its ``include`` chain, and
     their data files (``dataset_kwargs`` ``data_files``/``data_dir``, a local
-    ``dataset_path``), for :func:`induction.io.check_outputs`. Like :func:`prepare`, refuses
+    ``dataset_path``), for :func:`induction.store.io.check_outputs`. Like :func:`prepare`, refuses
     (one-line :class:`InputError`) a config that would run code without
     ``cfg.trust_remote_code``; loads no task."""
     names, include = _request(cfg)

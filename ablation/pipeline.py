@@ -24,12 +24,12 @@ from ablation.run import HeadPlan, RunResult
 from ablation.tasks.base import GenTask, Task
 from induction.errors import InputError
 from induction.heads import head_label
-from induction.io import guards_inputs
+from induction.store.io import guards_inputs
 
 if TYPE_CHECKING:
     from ablation.token_loss import TokenLossResult
-    from induction.loading import LoadedModel
-    from induction.specs import ModelLike
+    from induction.models.loading import LoadedModel
+    from induction.models.specs import ModelLike
 
 #: Share of prompt tokens mapped to the tokenizer's unknown token above which a suite is
 #: refused as unreadable ("mostly unknown": natural-language tasks on the zoo's vocabulary).
@@ -268,7 +268,7 @@ def ablate(
     token_loss = None
     if cfg.token_loss:
         from ablation import token_loss as TL
-        from induction.fingerprint import cache_root
+        from induction.store.fingerprint import cache_root
 
         say("token-loss difference: clean and under every head set")
         cache = cache_root() / "token_loss" if cfg.cache else None
@@ -293,11 +293,11 @@ def ablate(
 
 def run_inputs(model, cfg: AblationConfig, loaded=None, lm_eval_inputs=()) -> list[Path]:
     """The files and folders an ablation run of ``model`` with ``cfg`` reads, which no output
-    may replace (:func:`induction.io.check_outputs`): the model's (:func:`induction.io.
+    may replace (:func:`induction.store.io.check_outputs`): the model's (:func:`induction.store.io.
     model_inputs` of the spec, and the loaded model's folder or file), a ``suite`` task file,
     ``data_dir``, and ``lm_eval_inputs`` (:func:`ablation.lm_eval_backend.task_inputs`);
     absolute, so a later change of working folder does not move them."""
-    from induction.specs import model_inputs
+    from induction.models.specs import model_inputs
 
     found = list(model_inputs(model))
     for m in (model, loaded):
@@ -328,7 +328,7 @@ def _gates(loaded, tasks, run, plan):
     """Per-task gates of the run and the model's gates (docs/research.md)."""
     from ablation.gates import model_gates, task_gates
     from ablation.report import task_key
-    from induction.score_names import INDUCTION_THRESHOLD
+    from induction.heads import INDUCTION_THRESHOLD
 
     gates = task_gates(tasks, run.results, task_key)
     scores = plan.scores
@@ -341,7 +341,7 @@ def _gates(loaded, tasks, run, plan):
 
 
 def silent_targets(loaded, plan, seed: int = 0) -> dict:
-    """Which ablated heads write nothing (:mod:`induction.output_norm`): their output norm on
+    """Which ablated heads write nothing (:mod:`induction.scores.output_norm`): their output norm on
     a few repeated-random-token prompts is below ``max(1e-6, 1e-3 x median)``. Ablating such
     a head (a LLaMA-Pro zero-output copy, docs/views.md) cannot change the model's output.
 
@@ -349,7 +349,7 @@ def silent_targets(loaded, plan, seed: int = 0) -> dict:
     on 4 prompts of prompt seed ``seed``. Returns ``threshold``, ``silent_heads`` (all silent
     heads), ``silent_ablated`` (head labels) and ``note`` (one line, or None).
     """
-    from induction.output_norm import (
+    from induction.scores.output_norm import (
         COLUMN,
         output_norms,
         silent_heads,
@@ -566,6 +566,6 @@ def _prompt_limit(cfg: AblationConfig, loaded, suite: str) -> int | None:
 def _loaded(model: Any, device: str, dtype: str | None, trust_remote_code: bool = False):
     if hasattr(model, "bridge") and hasattr(model, "info"):
         return model
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     return load_model(model, device=device, dtype=dtype, trust_remote_code=trust_remote_code)

@@ -151,9 +151,9 @@ def _zero(value) -> float:
 
 def save_report_figure(fig, path: str | Path) -> Path:
     """Write a figure, atomically: self-contained HTML (plotly.js embedded) or a PNG, by the
-    suffix (:func:`induction.plots.save_figure`); a PNG that cannot be made is refused in
+    suffix (:func:`induction.figures.plots.save_figure`); a PNG that cannot be made is refused in
     one line, never written as HTML under a ``.png`` name."""
-    from induction.plots import save_figure
+    from induction.figures.plots import save_figure
 
     note = save_figure(fig, Path(path))
     if note:

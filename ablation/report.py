@@ -30,7 +30,7 @@ import pandas as pd
 from ablation.metrics import get_metric
 from ablation.stats import bootstrap_ci_by_seed, p_ctrl  # p_ctrl: re-exported here
 from ablation.tasks.base import DistTask, Task
-from induction.io import write_json, write_table
+from induction.store.io import write_json, write_table
 
 #: Bootstrap resamples behind ``drop_ci_lo``/``drop_ci_hi`` (seeded, so reports reproduce).
 BOOTSTRAP_SAMPLES = 1000

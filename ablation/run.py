@@ -36,7 +36,7 @@ from ablation.selection import (
 from ablation.tasks.base import Task
 from induction.errors import InputError
 from induction.heads import head_label
-from induction.score_names import HEAD_SCORE_PROVIDERS, register_head_score
+from induction.scores.score_names import HEAD_SCORE_PROVIDERS, register_head_score
 
 
 @dataclass
@@ -77,7 +77,8 @@ class RunResult:
     cached: int = 0  # results reused from the resume cache
 
 
-#: Head scores beyond the detector's, by name (``induction.score_names.HEAD_SCORE_PROVIDERS``,
+#: Head scores beyond the detector's, by name
+#: (``induction.scores.score_names.HEAD_SCORE_PROVIDERS``,
 #: the ground floor's registry: ``induction.circuits.fv`` registers ``fv``, so ``--score fv`` and
 #: ``--exclude fv:0.02`` work without this package importing it).
 SCORE_PROVIDERS = HEAD_SCORE_PROVIDERS
@@ -90,10 +91,10 @@ def compute_scores(
     progress: bool = False,
     cache_dir: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Detector scores per head (``induction.scan.induction_scores`` with its defaults, only
+    """Detector scores per head (``induction.scores.scan.induction_scores`` with its defaults, only
     the column used for ranking). With ``cache_dir`` the scores are kept beside the result
     cache so a resumed run ranks heads identically without rescoring."""
-    from induction.scan import induction_scores
+    from induction.scores.scan import induction_scores
 
     check_score_name(score)
     cached = None
@@ -121,7 +122,7 @@ def compute_scores(
 
 def check_score_name(score: str, table: pd.DataFrame | None = None) -> None:
     """Refuse a score no table column holds and no scorer computes (one line, before work)."""
-    from induction.score_names import SCORES
+    from induction.scores.score_names import SCORES
 
     if score in SCORES or score in SCORE_PROVIDERS:
         return
@@ -153,7 +154,7 @@ def check_score_columns(scores: pd.DataFrame, columns, where: str = "the score t
     if not isinstance(scores, pd.DataFrame):
         raise InputError(
             f"{where} must be a pandas DataFrame with layer, head and score columns, got "
-            f"{type(scores).__name__}; read a file with induction.io.read_table"
+            f"{type(scores).__name__}; read a file with induction.store.io.read_table"
         )
     columns = list(dict.fromkeys(columns))
     missing = [c for c in ("layer", "head", *columns) if c not in scores.columns]
@@ -230,11 +231,11 @@ def _read_cached_scores(
     path: Path, score: str, shape: tuple[int, int] | None = None
 ) -> pd.DataFrame | None:
     """The cached score table, or None when there is none or it is damaged: its content hash
-    does not match (:func:`induction.cache_integrity.intact`), it is not CSV, lacks the
+    does not match (:func:`induction.store.cache_integrity.intact`), it is not CSV, lacks the
     ``layer``/``head``/``score`` columns, has non-numeric cells, an all-NaN score or, with
     ``shape`` (layers, heads), not every head exactly once. A damaged table is noted on
     stderr and removed, so the recomputed one replaces it."""
-    from induction.cache_integrity import discard, intact, note_damaged
+    from induction.store.cache_integrity import discard, intact, note_damaged
 
     if not intact(path):
         return None
@@ -259,8 +260,8 @@ def _read_cached_scores(
 
 def _write_cached_scores(df: pd.DataFrame, path: Path) -> None:
     """Write the score table atomically with its content hash."""
-    from induction.cache_integrity import seal
-    from induction.io import atomic_path
+    from induction.store.cache_integrity import seal
+    from induction.store.io import atomic_path
 
     with atomic_path(path) as tmp:
         df.to_csv(tmp, index=False)
@@ -401,22 +402,23 @@ def _first_pass(unrolled, layer: int) -> int:
 
 #: The ablation run: its code and every whole package it depends on decide cached results
 #: (the engine, readouts, hooks, KV cache, task generators, zoo corpus, the detectors and
-#: providers behind head scores; :func:`induction.fingerprint.code_packages`, docs/safety.md).
+#: providers behind head scores; :func:`induction.store.fingerprint.code_packages`, docs/safety.md).
 CODE_MODULES = ("ablation.pipeline",)
 
 
 def model_fingerprint(loaded) -> str:
     """Content fingerprint of the model files (configs, weights, tokenizer, loop plan, card,
     duplication log; a GGUF's content; a model object's state dict), dtype, device type and
-    the code behind :data:`CODE_MODULES` (:func:`induction.fingerprint.model_fingerprint`)."""
-    from induction.fingerprint import model_fingerprint as fingerprint
+    the code behind :data:`CODE_MODULES`
+    (:func:`induction.models.model_types.model_fingerprint`)."""
+    from induction.models.model_types import model_fingerprint as fingerprint
 
     return fingerprint(loaded, CODE_MODULES, engine_version=ENGINE_VERSION)
 
 
 def default_cache_path(loaded) -> Path:
     """``<cache root>/ablate/<model fingerprint>.jsonl``."""
-    from induction.fingerprint import cache_root
+    from induction.store.fingerprint import cache_root
 
     return cache_root() / "ablate" / f"{model_fingerprint(loaded)}.jsonl"
 
@@ -455,7 +457,7 @@ def run_ablation(
             else:
                 todo.append((prep, label, hooked, key))
     if misfits:
-        from induction.cache_integrity import note_damaged
+        from induction.store.cache_integrity import note_damaged
 
         s = "" if misfits == 1 else "s"
         note_damaged(cache.path, f"{misfits} result{s} that do not fit their task")

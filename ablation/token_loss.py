@@ -40,13 +40,13 @@ from ablation.hooks import HeadAblation, head_means
 from ablation.results import TARGET
 from induction.errors import InputError
 from induction.heads import Head
-from induction.io import guards_inputs
-from induction.specs import inputs_of
-from induction.target import model_device
+from induction.models.specs import inputs_of
+from induction.models.target import model_device
+from induction.store.io import guards_inputs
 
 if TYPE_CHECKING:
     from ablation.run import HeadPlan
-    from induction.model_types import LoadedModel
+    from induction.models.model_types import LoadedModel
 
 #: Seeds of held-out zoo text: far from any training run's data seeds (0..10^6).
 HELD_OUT_SEED = 7_000_000_000
@@ -180,7 +180,7 @@ class TokenLossResult:
 
     @guards_inputs
     def save(self, path: str | Path) -> None:
-        from induction.io import write_table
+        from induction.store.io import write_table
 
         write_table(self.to_frame(), Path(path))
 
@@ -213,7 +213,7 @@ class TokenLossResult:
             template="plotly_white",
         )
         if path is not None:
-            from induction.plots import save_figure
+            from induction.figures.plots import save_figure
 
             note = save_figure(fig, Path(path))
             if note:
@@ -321,13 +321,13 @@ class _Store:
 
     def __init__(self, folder: str | Path, loaded: LoadedModel, settings: tuple):
         from ablation.run import model_fingerprint
-        from induction.fingerprint import fingerprint, source_hash
+        from induction.store.fingerprint import fingerprint, source_hash
 
         self.folder = Path(folder) / model_fingerprint(loaded)
         self.base = fingerprint(settings, source_hash(("ablation.token_loss",)))
 
     def _path(self, heads: list[tuple[int, int]]) -> tuple[Path, str]:
-        from induction.fingerprint import fingerprint
+        from induction.store.fingerprint import fingerprint
 
         key = fingerprint(self.base, sorted(heads), length=24)
         return self.folder / f"{key}.json", key
@@ -335,7 +335,7 @@ class _Store:
     def get(self, heads: list[tuple[int, int]]) -> np.ndarray | None:
         import json
 
-        from induction.seals import note_damaged, open_record
+        from induction.store.seals import note_damaged, open_record
 
         path, key = self._path(heads)
         try:
@@ -352,8 +352,8 @@ class _Store:
         return None
 
     def put(self, heads: list[tuple[int, int]], diff: np.ndarray) -> None:
-        from induction.io import write_json
-        from induction.seals import seal_record
+        from induction.store.io import write_json
+        from induction.store.seals import seal_record
 
         path, key = self._path(heads)
         try:

@@ -16,7 +16,7 @@ interrupted build resumes each unfinished model from its latest checkpoint, bit-
 and a build can span sessions; a first-zoo model restarts (its folder appears atomically,
 renamed from ``.partial``). Nothing is committed. Prints a summary table from the cards.
 
-Each model folder is claimed while it builds (``induction.io.claim_output``, as the CLI claims
+Each model folder is claimed while it builds (``induction.store.io.claim_output``, as the CLI claims
 its outputs), so a second build of the same model at once is refused, naming the first one's
 pid. A folder the builder creates carries :data:`MARK` until its card is written; only such a
 folder is ever deleted or restarted. A folder of the same name that the builder did not make
@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from induction.errors import InputError, WorkbenchError  # noqa: E402
-from induction.io import claim_output, claim_outputs  # noqa: E402
+from induction.models.registry import SECOND_ZOO  # noqa: E402
+from induction.store.io import claim_output, claim_outputs  # noqa: E402
 from induction.training.multiseed import default_seeds_per_process, parse_seeds  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
     PRESETS,
@@ -51,7 +52,6 @@ from induction.training.protocol import (  # noqa: E402
     check_device,
     latest_checkpoint,
 )
-from induction.zoo.registry import SECOND_ZOO  # noqa: E402
 
 MODELS = ROOT / "induction" / "zoo" / "models"
 FIXED_FAMILIES = list(PRESETS)

@@ -30,7 +30,7 @@ MARK = "copied-heads"
 
 def grown_series() -> list[str]:
     """Zoo models with a duplication log and a checkpoint series."""
-    from induction.zoo import registry
+    from induction.models import registry
 
     return [
         n
@@ -44,7 +44,7 @@ def measure(name: str, sweeps: Path, out_dir: Path, say=print):
     """The copied-head result of one zoo model; writes its table and figure."""
     from induction.dynamics.copies import copied_heads_of_sweep
     from induction.dynamics.sweep import SweepSettings, sweep
-    from induction.zoo import registry
+    from induction.models import registry
     from lineage.log import DuplicationLog
 
     folder = registry.zoo_path(name)
@@ -89,7 +89,7 @@ def details_block(results) -> str:
 
 
 def replace_block(path: Path, block: str) -> None:
-    from induction.io import write_text
+    from induction.store.io import write_text
 
     text = path.read_text()
     start, end = f"<!-- {MARK}:start -->", f"<!-- {MARK}:end -->"
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     parser.add_argument("--details", type=Path, help="markdown file with a copied-heads block")
     args = parser.parse_args(argv)
     try:
-        from induction.io import write_table, write_text
+        from induction.store.io import write_table, write_text
 
         names = args.models or grown_series()
         if not names:

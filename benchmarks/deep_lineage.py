@@ -9,7 +9,7 @@ model, 10 of the 12 strongest induction heads descend from two ancestors in the 
 descendants; after two LIDAS stages (4 -> 8 -> 12,
 ``induction zoo train grown --grow-at 0.25,0.5 --steps 2200``) every one has three, so one
 ancestor's descendants can fill more of the top. For each model, with the public APIs
-(:func:`induction.scan.induction_scores`, :func:`lineage.trace`):
+(:func:`induction.scores.scan.induction_scores`, :func:`lineage.trace`):
 
 - the heads >= 0.4 (induction heads), their distinct initial ancestors and the most strong
   heads any one ancestor has (the source's claim needs about 5);
@@ -53,7 +53,7 @@ def default_models() -> list[Path]:
 def measure(folder: Path, tops: list[int], samples: int) -> list[dict]:
     import lineage
     from induction import load_model
-    from induction.scan import induction_scores
+    from induction.scores.scan import induction_scores
 
     loaded = load_model(str(folder), device="cpu")
     card = loaded.card or {}
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
     import torch
 
     from induction.errors import InputError
-    from induction.loading import quiet_libraries
+    from induction.models.loading import quiet_libraries
 
     torch.set_num_threads(1)
     quiet_libraries()
@@ -226,7 +226,7 @@ def main(argv=None) -> int:
                     f"{h['parent']} ({'-' if parent is None else f'{parent:.2f}'}) | {copies} |"
                 )
     if args.json:
-        from induction.io import write_json
+        from induction.store.io import write_json
 
         write_json(args.json, rows)
     return 0

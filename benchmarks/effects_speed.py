@@ -47,7 +47,7 @@ def main(argv=None) -> dict:
 
     from induction.circuits.effects import ablate_each_head, ablate_loop, attribution, setup
     from induction.circuits.patching import clean_pass, make_replacement
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(args.model, device=args.device)
     device = torch.device(loaded.info.device)
@@ -113,7 +113,7 @@ def main(argv=None) -> dict:
     print(f"  AtP = {out['atp_forward_equivalents']:.2f} forward-pass equivalents (target <= 3)")
     print(f"  batched vs loop: max |loss difference| {err:.2e}")
     if args.json:
-        from induction.io import write_json
+        from induction.store.io import write_json
 
         write_json(args.json, out)
     return out

@@ -67,7 +67,7 @@ def main() -> None:
     from ablation.hooks import HeadAblation, ablate_heads
     from ablation.run import plan_heads
     from ablation.tasks import default_suite, load_suite
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(args.model, device=args.device, threads=args.threads)
     device = torch.device(loaded.bridge.cfg.device)

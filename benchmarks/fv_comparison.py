@@ -44,8 +44,8 @@ from ablation import ablate  # noqa: E402
 from ablation.config import AblationConfig  # noqa: E402
 from induction import load_model  # noqa: E402
 from induction.circuits.fv import fv_scores  # noqa: E402
-from induction.io import write_json, write_text  # noqa: E402
-from induction.scan import scan  # noqa: E402
+from induction.scores.scan import scan  # noqa: E402
+from induction.store.io import write_json, write_text  # noqa: E402
 
 EXCLUDE = 0.02  # Yin and Steinhardt's exclusion: the other kind's top 2%
 #: Least answer probability the corruption must take away (clean minus corrupted) before the
@@ -86,8 +86,8 @@ def both_scores(loaded, args, tasks: list[str] | None) -> pd.DataFrame:
     and code fingerprint and the FV settings, so a run stopped later (SmolLM2's takes hours on a
     CPU) resumes without recomputing them."""
     from ablation.run import model_fingerprint
-    from induction.fingerprint import cache_root, fingerprint, source_hash
-    from induction.io import read_table, write_table
+    from induction.store.fingerprint import cache_root, fingerprint, source_hash
+    from induction.store.io import read_table, write_table
 
     suite = suite_of(loaded, args)
     code = source_hash(("induction.circuits.fv",))

@@ -46,7 +46,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
 
     from induction.circuits import fv
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(args.model, device="cpu")
     suite = "zoofacts" if loaded.info.zoo_vocabulary else "words"
@@ -108,7 +108,7 @@ def main(argv=None) -> dict:
         f"(largest |CIE| {out['max_abs_cie']:.1e})"
     )
     if args.json:
-        from induction.io import write_json
+        from induction.store.io import write_json
 
         write_json(args.json, out)
     return out

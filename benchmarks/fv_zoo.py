@@ -54,10 +54,10 @@ sys.path.insert(0, str(ROOT))
 from induction.dynamics.dataset import read_dataset  # noqa: E402
 from induction.dynamics.sweep import SweepSettings, sweep  # noqa: E402
 from induction.dynamics.timeline import Timeline, build_timeline  # noqa: E402
-from induction.io import write_bytes, write_json, write_text  # noqa: E402
-from induction.plots import static_png  # noqa: E402
+from induction.figures.plots import static_png  # noqa: E402
 from induction.replication import ancestor_counts  # noqa: E402
-from induction.score_names import INDUCTION_THRESHOLD  # noqa: E402
+from induction.scores.score_names import INDUCTION_THRESHOLD  # noqa: E402
+from induction.store.io import write_bytes, write_json, write_text  # noqa: E402
 
 MODELS = ROOT / "induction" / "zoo" / "models"
 DEFAULT = ("dense8f-s0", "grown8f-s0")

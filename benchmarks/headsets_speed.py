@@ -115,7 +115,7 @@ def measure(
     from ablation.engine import Engine
     from ablation.pipeline import ablate, build_tasks
     from ablation.run import compute_scores
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     t0 = time.perf_counter()
     loaded = load_model(model, device=device, threads=None if device != "cpu" else threads)
@@ -209,7 +209,7 @@ def main() -> None:
         print(json.dumps(row), flush=True)
         out.append(row)
     if args.json:
-        from induction.io import replace_file
+        from induction.store.io import replace_file
 
         replace_file(args.json, json.dumps(out, indent=2) + "\n")
 

@@ -25,7 +25,7 @@ Gates (as documented): lookup >= 0.6 and >= 3x its mean chance; varassign >= 0.5
 Dense and grown models load with plain ``transformers`` (``AutoModelForCausalLM`` and
 ``AutoTokenizer`` on the folder). Looped models (a folder with ``loop_plan.json``) store one
 block that must be unrolled, so for those only the project's loader
-(``induction.loading.load_model``) is used for the weights; the prompts stay independent.
+(``induction.models.loading.load_model``) is used for the weights; the prompts stay independent.
 ``LoadedModel`` has no ``.model`` attribute: the looped path calls ``loaded.bridge(ids)``,
 which returns the logits tensor (an HF-style output with ``.logits`` is accepted too).
 
@@ -168,7 +168,7 @@ class Scorer:
         self.folder = folder
         self.looped = (folder / "loop_plan.json").is_file()
         if self.looped:
-            from induction.loading import load_model
+            from induction.models.loading import load_model
 
             loaded = load_model(str(folder), device="cpu")
             self._loaded = loaded

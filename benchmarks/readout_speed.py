@@ -29,7 +29,7 @@ import time
 
 import torch
 
-from induction.io import replace_file
+from induction.store.io import replace_file
 
 
 def plain_readouts(engine, prep, heads, batch_size: int) -> dict[str, list]:
@@ -85,7 +85,7 @@ def main() -> None:
     from ablation.hooks import HeadAblation
     from ablation.run import plan_heads
     from ablation.tasks import load_suite
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(args.model, device="cpu", threads=args.threads)
     info, tok = loaded.info, loaded.tokenizer

@@ -114,8 +114,8 @@ def run_key(loaded, cfg, scores: pd.DataFrame, code: str) -> str:
     """The model (every file of its folder, as the replication's store), the settings, the
     head ranking, the evaluated items and the ablation code (syntax trees)."""
     from ablation.pipeline import build_tasks
-    from induction.fingerprint import fingerprint
     from induction.replication.store import model_hash
+    from induction.store.fingerprint import fingerprint
 
     return fingerprint(
         model_hash(loaded),
@@ -159,7 +159,7 @@ class Measured:
 
     reports: pd.DataFrame
     verdicts: dict[tuple[str, float], tuple[list[str], str]]
-    info: object  # induction.loading.ModelInfo
+    info: object  # induction.models.loading.ModelInfo
 
 
 def measure(args, log=print) -> Measured:
@@ -342,7 +342,7 @@ def main(argv=None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    from induction.loading import quiet_libraries
+    from induction.models.loading import quiet_libraries
 
     quiet_libraries()
     try:
@@ -357,7 +357,7 @@ def main(argv=None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from induction.io import write_table
+    from induction.store.io import write_table
 
     reports, info = measured.reports, measured.info
     write_table(reports, Path(args.out_dir) / "real_model.csv")

@@ -2,7 +2,7 @@
 
 For each ``T`` (tokens after the prefix: two copies of ``T/2`` random tokens, one prompt,
 one seed, the four attention scores), in one process, chunked then eager
-(``induction.scan.scan(..., patterns=...)``; docs/api-scan.md):
+(``induction.scores.scan.scan(..., patterns=...)``; docs/api-scan.md):
 
 - memory beyond the weights: on CPU the peak resident set during the scan (Linux ``VmHWM``,
   reset through ``/proc/self/clear_refs`` just before) minus the resident set just before,
@@ -37,10 +37,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from induction.io import write_json  # noqa: E402
-from induction.loading import load_model  # noqa: E402
-from induction.scan import scan  # noqa: E402
-from induction.score_names import ATTENTION_SCORES  # noqa: E402
+from induction.models.loading import load_model  # noqa: E402
+from induction.scores.scan import scan  # noqa: E402
+from induction.scores.score_names import ATTENTION_SCORES  # noqa: E402
+from induction.store.io import write_json  # noqa: E402
 
 LENGTHS = (512, 2048, 8190)
 MODES = ("chunked", "eager")  # 8190: two copies of 4095 plus the prefix fill SmolLM2's 8192

@@ -25,7 +25,7 @@ of ``run_with_cache`` on one prompt).
 
 Run: ``python benchmarks/scan_speed.py`` (``--help`` for models, batches, runs, device);
 ``--sweep-passes`` times the scan against tokens per forward pass instead, to re-tune
-``induction.chunking.CPU_TOKENS_PER_PASS`` on another machine. Without a shipped zoo model it
+``induction.scores.chunking.CPU_TOKENS_PER_PASS`` on another machine. Without a shipped zoo model it
 uses a randomly initialised model of the zoo's shape (timing does not depend on the weights)
 and says so.
 """
@@ -46,12 +46,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from induction.chunking import auto_chunk  # noqa: E402
-from induction.copying import copying_scores  # noqa: E402
-from induction.loading import gguf_checkpoint, load_model  # noqa: E402
-from induction.prompts import make_prompts  # noqa: E402
-from induction.scan import induction_scores  # noqa: E402
-from induction.score_names import ATTENTION_SCORES  # noqa: E402
+from induction.models.loading import gguf_checkpoint, load_model  # noqa: E402
+from induction.scores.chunking import auto_chunk  # noqa: E402
+from induction.scores.copying import copying_scores  # noqa: E402
+from induction.scores.prompts import make_prompts  # noqa: E402
+from induction.scores.scan import induction_scores  # noqa: E402
+from induction.scores.score_names import ATTENTION_SCORES  # noqa: E402
 
 SWEEP_TOKENS = (128, 256, 512, 1024, 2048)  # tokens per pass tried by --sweep-passes
 
@@ -100,7 +100,7 @@ def raw_model(folder: Path, device: str):
     from transformers import AutoModelForCausalLM
 
     if (folder / "loop_plan.json").is_file():
-        from induction.looped import unroll_checkpoint
+        from induction.models.looped import unroll_checkpoint
 
         model = unroll_checkpoint(folder, dtype=torch.float32, attn_implementation="eager")
     else:
@@ -343,8 +343,8 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
-    from induction.loading import quiet_libraries
-    from induction.zoo import registry
+    from induction.models import registry
+    from induction.models.loading import quiet_libraries
 
     quiet_libraries()
     results = []
@@ -391,7 +391,7 @@ def main(argv=None) -> int:
                 f"{r['scan_ms']:>9.1f} {r['vs_one_pass']:>11.2f}{mark}"
             )
     if args.json:
-        from induction.io import write_json
+        from induction.store.io import write_json
 
         write_json(args.json, results)
     return 0

@@ -40,7 +40,7 @@ def main() -> None:
 
     import induction
     from induction.dynamics import sweep as sw
-    from induction.scan import scan
+    from induction.scores.scan import scan
     from induction.training.protocol import preset_config, train_fixed
 
     tmp = Path(tempfile.mkdtemp(prefix="sweep-bench."))

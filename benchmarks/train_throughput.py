@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from induction.errors import InputError  # noqa: E402
-from induction.io import write_json  # noqa: E402
+from induction.store.io import write_json  # noqa: E402
 from induction.training.multiseed import default_data_workers, train_batched  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
     PRESETS,

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from induction.io import write_json  # noqa: E402
+from induction.store.io import write_json  # noqa: E402
 from induction.training.protocol import (  # noqa: E402
     LATE_GROWTH,
     TRAIN_CONFIG,

@@ -24,7 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from induction.io import write_json  # noqa: E402
+from induction.store.io import write_json  # noqa: E402
 from induction.training.model import matmul_flops_per_token  # noqa: E402
 from induction.training.protocol import _initial_model, _optimizer, batch_at, preset_config  # noqa: E402
 

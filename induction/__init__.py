@@ -3,7 +3,7 @@
 Heavy modules (torch, transformers, TransformerLens) load on first use of ``load_model``,
 ``LoadedModel``, ``ModelInfo``, ``induction_scores``, ``ScanConfig`` or ``ScanResult``, so
 ``import induction`` and the CLI's help stay fast. The scan pipeline itself is
-``from induction.scan import scan`` (``induction.scan`` is the module).
+``from induction.scores.scan import scan`` (``induction.scores.scan`` is the module).
 """
 
 from __future__ import annotations
@@ -11,22 +11,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from induction.errors import InputError, LineageError, ModelLoadError, WorkbenchError
-from induction.score_names import INDUCTION_THRESHOLD
-from induction.zoo.registry import zoo_models
+from induction.heads import INDUCTION_THRESHOLD
+from induction.models.registry import zoo_models
 
 if TYPE_CHECKING:
-    from induction.loading import LoadedModel, ModelInfo, load_model
-    from induction.scan import ScanConfig, ScanResult, induction_scores
+    from induction.models.loading import LoadedModel, ModelInfo, load_model
+    from induction.scores.scan import ScanConfig, ScanResult, induction_scores
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load_model": "induction.loading",
-    "LoadedModel": "induction.loading",
-    "ModelInfo": "induction.loading",
-    "induction_scores": "induction.scan",
-    "ScanConfig": "induction.scan",
-    "ScanResult": "induction.scan",
+    "load_model": "induction.models.loading",
+    "LoadedModel": "induction.models.loading",
+    "ModelInfo": "induction.models.loading",
+    "induction_scores": "induction.scores.scan",
+    "ScanConfig": "induction.scores.scan",
+    "ScanResult": "induction.scores.scan",
 }
 
 __all__ = [

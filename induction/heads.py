@@ -16,6 +16,10 @@ from induction.errors import InputError
 #: ``L5H1`` (any case), also ``5.1`` and ``5:1``.
 _HEAD = re.compile(r"^\s*L?(\d+)\s*(?:H|\.|:)\s*(\d+)\s*$", re.IGNORECASE)
 _HOW = "write heads like L5H1,L11H2"
+#: A head whose induction score is at or above this is conventionally called an induction head
+#: (the one definition: ``induction.INDUCTION_THRESHOLD``, the scores, the CLI and the figures
+#: read it from here).
+INDUCTION_THRESHOLD = 0.4
 
 
 class Head(NamedTuple):

@@ -1,8 +1,9 @@
 """What every job shares: one signature and one result protocol.
 
 A job is ``run(model, config=None, /, **overrides) -> Result``: ``model`` is any model spec or
-a loaded model (:data:`induction.specs.ModelLike`), ``config`` its frozen config dataclass
-or a dict of its fields, and ``overrides`` replace fields. The jobs: :func:`induction.scan.scan`
+a loaded model (:data:`induction.models.specs.ModelLike`), ``config`` its frozen config dataclass
+or a dict of its fields, and ``overrides`` replace fields. The jobs:
+:func:`induction.scores.scan.scan`
 (``ScanConfig``), :func:`lineage.trace` (``TraceConfig``), :func:`ablation.ablate`
 (``AblationConfig``), :func:`induction.circuits.job.run` (``CircuitsConfig``),
 :func:`induction.circuits.effects.run` (``EffectsConfig``), :func:`induction.circuits.fv.run`
@@ -26,8 +27,8 @@ if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
     from transformers import PreTrainedModel
 
-    from induction.model_types import LoadedModel
-    from induction.specs import ModelLike, ModelSpec
+    from induction.models.model_types import LoadedModel
+    from induction.models.specs import ModelLike, ModelSpec
 
 C = TypeVar("C")
 
@@ -86,12 +87,12 @@ def as_loaded(model: PreTrainedModel) -> PreTrainedModel: ...
 def as_loaded(model: ModelLike) -> LoadedModel | TransformerBridge | PreTrainedModel: ...
 def as_loaded(model: ModelLike) -> LoadedModel | TransformerBridge | PreTrainedModel:
     """A loaded model from any spec (``lidas8``, a folder, a ``.gguf``, ``smollm2``, a hub
-    name, a :class:`~induction.specs.ModelSpec`); a loaded model, a bridge or a transformers
+    name, a :class:`~induction.models.specs.ModelSpec`); a loaded model, a bridge or a transformers
     model passes through as it is (the return type says which)."""
-    from induction.specs import ModelSpec
+    from induction.models.specs import ModelSpec
 
     if isinstance(model, str | os.PathLike | ModelSpec):
-        from induction.loading import load_model
+        from induction.models.loading import load_model
 
         return load_model(model)
     return model

@@ -32,7 +32,7 @@ from induction.heads import head_label
 from lineage.log import SPAN_OPERATORS, DuplicationLog
 
 if TYPE_CHECKING:
-    from induction.looped import LoopPlan
+    from induction.models.looped import LoopPlan
 
 KINDS = ("keep", "copy", "mix", "loop")
 

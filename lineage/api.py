@@ -24,19 +24,19 @@ from induction.config_fields import (
     prompt_batch_option,
 )
 from induction.errors import InputError, LineageError
-from induction.io import guards_inputs
-from induction.score_names import (
+from induction.scores.score_names import (
     FV_SCORE,
     INDUCTION_THRESHOLD,
     default_threshold,
     head_score_provider,
 )
+from induction.store.io import guards_inputs
 from lineage.log import DuplicationLog, duplication_log, folder_log
 
 if TYPE_CHECKING:
-    from induction.checkpoint import ConfigFacts
-    from induction.loading import LoadedModel
-    from induction.specs import ModelLike, ModelSpec
+    from induction.models.checkpoint import ConfigFacts
+    from induction.models.loading import LoadedModel
+    from induction.models.specs import ModelLike, ModelSpec
 
 
 # --------------------------------------------------------------------------- the model
@@ -82,7 +82,7 @@ class TracedModel:
     def load(self, device="auto", dtype=None, trust_remote_code=False) -> LoadedModel:
         """The loaded model, loading the resolved spec on first use."""
         if self.loaded is None:
-            from induction.loading import load_model
+            from induction.models.loading import load_model
 
             self.loaded = load_model(
                 self.spec, device=device, dtype=dtype, trust_remote_code=trust_remote_code
@@ -91,16 +91,16 @@ class TracedModel:
 
 
 def traced_model(model: Any, device="auto", dtype=None, trust_remote_code=False) -> TracedModel:
-    """Resolve ``model`` (a spec or a LoadedModel; :func:`induction.specs.resolve_spec`).
+    """Resolve ``model`` (a spec or a LoadedModel; :func:`induction.models.specs.resolve_spec`).
 
     Zoo models and checkpoint folders are read from their files (config, log, loop plan)
     without loading; anything else is loaded now.
     """
-    from induction.specs import is_loaded_model, resolve_spec
+    from induction.models.specs import is_loaded_model, resolve_spec
 
     spec = resolve_spec(model)
     if spec.kind in ("zoo", "folder"):
-        from induction.checkpoint import read_config_facts
+        from induction.models.checkpoint import read_config_facts
 
         config = read_config_facts(spec.path)
         if config.n_heads is None:
@@ -117,7 +117,7 @@ def traced_model(model: Any, device="auto", dtype=None, trust_remote_code=False)
 
 def parse_trace_seeds(text: str) -> int | list[int]:
     """``--seeds``: a count ``"3"`` or a list ``"0,1,2"``, checked as the scan checks them."""
-    from induction.prompts import normalize_seeds
+    from induction.scores.prompts import normalize_seeds
 
     try:
         if "," in text:
@@ -140,7 +140,7 @@ class TraceConfig:
 
     ``scores`` / ``initial_scores`` are tables (DataFrame or file) with ``layer``, ``head`` and
     ``score`` columns; without ``scores`` the model is scanned now
-    (:func:`induction.scan.induction_scores`), and ``initial`` (a model spec) is scanned for
+    (:func:`induction.scores.scan.induction_scores`), and ``initial`` (a model spec) is scanned for
     the ancestor stage's scores. ``infer`` takes the lineage from weight similarity
     (:mod:`lineage.infer`) and, when the model has a log, reports the agreement. ``out`` writes
     the per-head ancestry table with scores; ``export`` writes the graph (suffix picks the
@@ -231,7 +231,7 @@ class TraceConfig:
 
     def check(self) -> None:
         """Refuse bad output suffixes and conflicting options before any work."""
-        from induction.io import TABLE_SUFFIXES
+        from induction.store.io import TABLE_SUFFIXES
         from lineage.export import SUFFIXES
 
         for p in self.export_paths:
@@ -290,7 +290,7 @@ class TraceResult:
     @guards_inputs
     def save(self, path: str | Path) -> Path:
         """Write :meth:`to_frame` atomically (suffix: .csv, .parquet, .json, .jsonl)."""
-        from induction.io import write_table
+        from induction.store.io import write_table
 
         return write_table(self.to_frame(), path)
 
@@ -340,7 +340,7 @@ class TraceResult:
 
 def trace_inputs(traced: TracedModel, cfg: TraceConfig) -> tuple[Path, ...]:
     """What a trace reads: the model's folder, and the log and score tables it was given."""
-    from induction.specs import inputs_of
+    from induction.models.specs import inputs_of
 
     paths = [Path(v) for v in (cfg.log, cfg.scores, cfg.initial_scores) if _is_path(v)]
     return inputs_of(traced, *paths)
@@ -348,7 +348,7 @@ def trace_inputs(traced: TracedModel, cfg: TraceConfig) -> tuple[Path, ...]:
 
 def refuse_overwrites(traced: TracedModel, cfg: TraceConfig) -> None:
     """No output may replace an input (the model folder, log or score tables)."""
-    from induction.io import refuse_overwrite_input
+    from induction.store.io import refuse_overwrite_input
 
     inputs = trace_inputs(traced, cfg)
     for p in [*cfg.export_paths, *([Path(cfg.out)] if cfg.out is not None else [])]:
@@ -427,9 +427,9 @@ def get_scores(traced: TracedModel, cfg: TraceConfig):
 
 
 def _with_output_norm(sc, loaded):
-    """The scan plus each head's output norm (:mod:`induction.output_norm`, a few prompts of
+    """The scan plus each head's output norm (:mod:`induction.scores.output_norm`, a few prompts of
     the scan's first seed), so the summary can flag top heads that write nothing."""
-    from induction.output_norm import add_output_norm
+    from induction.scores.output_norm import add_output_norm
 
     seeds = sc.attrs.get("seeds") or [0]
     return add_output_norm(
@@ -453,7 +453,7 @@ def ancestor_scores(traced: TracedModel, lin, stage: int, cfg: TraceConfig):
         initial = shipped_stage(traced.folder, stage)
     if initial is None:
         return init_sc
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     with _phase(cfg, f"loading {initial}"):
         init_loaded = load_model(initial, **cfg.load_options)
@@ -498,7 +498,7 @@ def _is_path(value: Any) -> bool:
 def _read_scores(value: Any, what: str):
     import pandas as pd
 
-    from induction.io import read_table
+    from induction.store.io import read_table
 
     if value is None or isinstance(value, pd.DataFrame):
         return value
@@ -518,7 +518,7 @@ def _scan(loaded, cfg: TraceConfig):
     ``induction.circuits.fv`` registers, with ``fv_scores``' defaults)."""
     if cfg.score == FV_SCORE:  # registered by induction.circuits.fv, a floor above
         return head_score_provider(FV_SCORE)(loaded)
-    from induction.scan import induction_scores
+    from induction.scores.scan import induction_scores
 
     return induction_scores(
         loaded, scores=cfg.score, seeds=cfg.seeds, batch=cfg.batch, progress=cfg.progress
@@ -541,7 +541,7 @@ def trace(
     """Trace the ``top`` heads of ``model`` back to their ancestors at ``stage``.
 
     The one job signature (:mod:`induction.jobs`): ``model`` is any spec or a loaded model
-    (``induction lineage`` defaults to :data:`induction.zoo.registry.DEFAULT_MODEL`),
+    (``induction lineage`` defaults to :data:`induction.models.registry.DEFAULT_MODEL`),
     ``config`` a :class:`TraceConfig` or a dict of its fields, and ``overrides`` its fields
     (``scores``, ``top``, ``initial_scores``, ``initial``, ``stage``, ``infer``, ``out``,
     ``export``, ...), replacing the config's values; an unknown one is refused in one line.

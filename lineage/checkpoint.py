@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from induction.checkpoint import read_config_facts
 from induction.errors import InputError, LineageError
-from induction.layers import LAYER_KEY, PER_LAYER_KEYS
+from induction.models.checkpoint import read_config_facts
+from induction.models.layers import LAYER_KEY, PER_LAYER_KEYS
 from lineage.log import LOG_FILE, DuplicationLog, folder_log
 
 WEIGHTS_INDEX = "model.safetensors.index.json"
@@ -52,9 +52,9 @@ class Checkpoint:
 
 
 def resolve_checkpoint(spec: str | Path) -> Path:
-    """The checkpoint folder a spec names, by :func:`induction.specs.resolve_spec` (the same
+    """The checkpoint folder a spec names, by :func:`induction.models.specs.resolve_spec` (the same
     precedence as ``load_model``: ``grown`` is the zoo model, ``./grown`` a local folder)."""
-    from induction.specs import SpecNotFoundError, resolve_spec
+    from induction.models.specs import SpecNotFoundError, resolve_spec
 
     text = os.fspath(spec) if isinstance(spec, str | os.PathLike) else type(spec).__name__
     try:
@@ -91,7 +91,7 @@ def read_checkpoint(spec: str | Path) -> Checkpoint:
 def _weight_files(folder: Path) -> dict[str, Path]:
     """``{tensor name: safetensors file}``, with the checks ``induction info`` applies
     (truncated or empty files, an index naming a missing shard, a malformed weight map)."""
-    from induction.loading import check_safetensors
+    from induction.models.loading import check_safetensors
 
     return check_safetensors(folder, InputError)
 
@@ -159,13 +159,13 @@ def write_restacked(
     """Write ``ck`` with its layers in ``order`` (source index per output layer) plus ``log``;
     output tensors named in ``zero`` are written as zeros (same shape and dtype).
 
-    The output is claimed for the whole write (:func:`induction.io.claim_output`: a concurrent
+    The output is claimed for the whole write (:func:`induction.store.io.claim_output`: a concurrent
     run to the same ``out`` fails at once) and its size is estimated from the safetensors
     headers first: more than the free disk space is refused, and more than
     filling more than half the free disk (or above ``$INDUCTION_LARGE_OUTPUT``) needs
     ``allow_large`` (``--yes``).
     """
-    from induction.io import check_outputs, claim_output
+    from induction.store.io import check_outputs, claim_output
 
     out = Path(out).expanduser()
     out_r, in_r = out.resolve(), ck.folder.resolve()
@@ -193,7 +193,7 @@ def _write_restacked(
     from safetensors import safe_open
     from safetensors.torch import save_file
 
-    from induction.io import check_output_size, note_written
+    from induction.store.io import check_output_size, note_written
 
     if out.exists() and not out.is_dir():
         raise InputError(f"output {out} exists and is not a folder")

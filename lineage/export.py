@@ -11,7 +11,7 @@
   y: layer, heads of a layer side by side), heads coloured by score, edges styled by kind.
   plotly.js is embedded, so the file works offline (about 4.7 MB).
 
-All files are written atomically (:mod:`induction.io`).
+All files are written atomically (:mod:`induction.store.io`).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def export_graph(
 def write_graphml(g, path: str | Path) -> Path:
     import networkx as nx
 
-    from induction.io import atomic_path
+    from induction.store.io import atomic_path
 
     with atomic_path(path) as tmp:
         nx.write_graphml(g, tmp)
@@ -80,7 +80,7 @@ def write_graphml(g, path: str | Path) -> Path:
 def write_gexf(g, path: str | Path) -> Path:
     import networkx as nx
 
-    from induction.io import atomic_path
+    from induction.store.io import atomic_path
 
     with atomic_path(path) as tmp:
         nx.write_gexf(g, tmp)
@@ -90,7 +90,7 @@ def write_gexf(g, path: str | Path) -> Path:
 def write_node_link(g, path: str | Path) -> Path:
     import networkx as nx
 
-    from induction.io import write_text
+    from induction.store.io import write_text
 
     data = nx.node_link_data(g, edges="edges")
     return write_text(path, json.dumps(data, indent=1) + "\n")
@@ -99,7 +99,7 @@ def write_node_link(g, path: str | Path) -> Path:
 def read_node_link(path: str | Path):
     import networkx as nx
 
-    from induction.io import read_json
+    from induction.store.io import read_json
 
     return nx.node_link_graph(read_json(path, "node-link graph"), edges="edges")
 
@@ -168,7 +168,7 @@ def dot_text(g) -> str:
 
 
 def write_dot(g, path: str | Path) -> Path:
-    from induction.io import write_text
+    from induction.store.io import write_text
 
     return write_text(path, dot_text(g))
 
@@ -339,7 +339,7 @@ def write_html(
     highlight: list[str] | None = None,
     include_plotlyjs: bool | str = True,
 ) -> Path:
-    from induction.io import atomic_path
+    from induction.store.io import atomic_path
 
     fig = figure(g, title=title, highlight=highlight)
     with atomic_path(path) as tmp:

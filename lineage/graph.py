@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from lineage.ancestry import Lineage, as_lineage, head_label
 
 if TYPE_CHECKING:
-    from induction.looped import LoopPlan
+    from induction.models.looped import LoopPlan
 
 
 def node_id(stage: int, layer: int, head: int) -> str:

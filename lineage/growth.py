@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from induction.errors import InputError
-from induction.layers import DEPTH_KEYS, decoder_layers, set_layers
+from induction.models.layers import DEPTH_KEYS, decoder_layers, set_layers
 from lineage.log import DuplicationLog, GrowthEvent
 
 

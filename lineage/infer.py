@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from induction.errors import InputError
-from induction.io import read_json
-from induction.layers import LAYER_KEY
+from induction.models.layers import LAYER_KEY
+from induction.store.io import read_json
 from lineage.log import DuplicationLog
 
 DEFAULT_THRESHOLD = 0.3  # fixed threshold of the "layer" fallback and the auto cap

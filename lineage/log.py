@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import cast
 
 from induction.errors import InputError, LineageError
-from induction.io import guards_inputs
+from induction.store.io import guards_inputs
 
 #: The largest training step a duplication log or a sweep dataset records: far beyond any run,
 #: and inside the int64 of the dataset's ``step`` column.
@@ -245,7 +245,7 @@ class DuplicationLog:
     def save(self, path: str | Path) -> None:
         """Write the log as JSON, atomically; a log read by :meth:`load` is not written back
         over the file it was read from (its ``inputs``)."""
-        from induction.io import write_text
+        from induction.store.io import write_text
 
         write_text(Path(path), json.dumps(self.to_json(), indent=1) + "\n")
 
@@ -289,7 +289,7 @@ class DuplicationLog:
         path = Path(path)
         if path.is_dir():
             path = path / LOG_FILE
-        from induction.io import read_json
+        from induction.store.io import read_json
 
         if not path.exists() and not path.is_symlink():
             raise LineageError(f"duplication log not found: {path}")

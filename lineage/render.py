@@ -44,7 +44,7 @@ def print_trace(result: TraceView, console: Console | None = None) -> None:
     console.print(ancestor_table(s))
     for line in inference_lines(result):
         console.print(line)
-    from induction.io import wrote
+    from induction.store.io import wrote
 
     # diagnostics to stderr, results to stdout (a console passed in gets both)
     err = console if given else Console(stderr=True)
@@ -66,7 +66,7 @@ def header(result: TraceView) -> str:
 
 def top_table(s) -> Table:
     """The top heads: rank, head, score, ancestor(s), path through the stages; a head that
-    writes nothing (output norm ~0, :mod:`induction.output_norm`) is marked "(silent)"."""
+    writes nothing (output norm ~0, :mod:`induction.scores.output_norm`) is marked "(silent)"."""
     from rich.table import Table
 
     t = Table(title=f"Top {s.n_top} heads by {s.score}", title_justify="left")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from induction.errors import InputError
-from induction.score_names import FV_SCORE, INDUCTION_THRESHOLD, head_kind
+from induction.scores.score_names import FV_SCORE, INDUCTION_THRESHOLD, head_kind
 from lineage.ancestry import head_label
 
 
@@ -149,7 +149,7 @@ def summarize(
             is marked and no count is given, a note says how to ask for them.
         cover: share of the top heads the headline ancestors must hold.
         silent_hint: closing guess of the note on silent top heads (when ``scores`` has an
-            ``output_norm`` column, :mod:`induction.output_norm`); default "zero-initialised
+            ``output_norm`` column, :mod:`induction.scores.output_norm`); default "zero-initialised
             copies (llama-pro?)".
     """
     if not isinstance(top, int) or top < 1:
@@ -234,8 +234,8 @@ def rank_heads(sc, score: str, top: int):
 def silent_top(ranked, scores, hint: str | None = None):
     """``(silent flag per top head, note or None)`` when ``scores`` has output norms, else
     None: a top head that attends like an induction head but writes nothing
-    (:func:`induction.output_norm.silent_heads`; LLaMA-Pro zero-output copies)."""
-    from induction.output_norm import COLUMN, silent_heads, silent_note
+    (:func:`induction.scores.output_norm.silent_heads`; LLaMA-Pro zero-output copies)."""
+    from induction.scores.output_norm import COLUMN, silent_heads, silent_note
 
     if COLUMN not in scores.columns:
         return None

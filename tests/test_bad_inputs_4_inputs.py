@@ -179,7 +179,7 @@ ABL = ["ablate", "dense8c-s1", "--n-items", "2", "--controls", "2", "--threads",
 
 @pytest.fixture(scope="module")
 def dense8c():
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     return load_model("dense8c-s1", device="cpu")
 
@@ -379,9 +379,9 @@ def test_ab90_fv41_a_full_disk_is_found_before_the_work(cid, args, tmp_path, mon
 
 def test_ab90_a_disk_that_fills_during_the_write_names_the_path(tmp_path, monkeypatch,
                                                                 one_line_error):  # fmt: skip
-    import induction.io
+    import induction.store.io
 
-    monkeypatch.setattr(induction.io.os, "fsync", _no_space)
+    monkeypatch.setattr(induction.store.io.os, "fsync", _no_space)
     out = tmp_path / "o.json"
     args = [*ABL, "--task", "fact_digit", "-q", "--out", str(out)]
     one_line_error(runner.invoke(app, args), "cache", "No space left on device")  # resume cache

@@ -74,10 +74,10 @@ def _public_writers() -> list[tuple[str, type]]:
 
 def test_every_public_save_and_plot_goes_through_the_output_guard():
     """#44 item 1: no public ``save`` (nor a ``plot`` that writes a path) can skip the guard
-    that refuses the result's inputs (``induction.io.guards_inputs``)."""
+    that refuses the result's inputs (``induction.store.io.guards_inputs``)."""
     writers = dict(_public_writers())
     assert {  # the enumeration finds the writers we know of (it can fail)
-        "induction.scan.ScanResult",
+        "induction.scores.scan.ScanResult",
         "induction.circuits.fv.FVResult",
         "induction.circuits.effects.EffectsResult",
         "induction.circuits.finder.CircuitResult",
@@ -121,7 +121,7 @@ def test_api11_fv_result_refuses_the_model_config(tmp_path, tiny_llama_dir):
 
 
 def test_api12_scan_result_refuses_the_model_config(tmp_path, tiny_llama_dir):
-    from induction.scan import scan
+    from induction.scores.scan import scan
 
     model = _model_copy(tmp_path, tiny_llama_dir)
     result = scan(str(model), batch=2, seeds=[0], seq_len=16, progress=False)
@@ -320,8 +320,8 @@ def test_a_task_named_twice_counts_once_in_the_fv_mean(tmp_path, tiny_llama_dir)
 def test_a_copied_zoo_model_gets_the_originals_default_suite(cid, tmp_path):
     """ab93, api25: the default suite follows the model's card, not its folder's name."""
     from ablation.tasks import default_suite
-    from induction.loading import load_model
-    from induction.zoo.registry import zoo_path
+    from induction.models.loading import load_model
+    from induction.models.registry import zoo_path
 
     copy = _model_copy(tmp_path, zoo_path("dense8c-s1"))
     original, copied = load_model("dense8c-s1"), load_model(str(copy))
@@ -368,8 +368,8 @@ def test_uniform_controls_that_must_overlap_the_target_are_said(tmp_path, tiny_l
 def test_replicate_refuses_an_out_dir_in_the_folder_it_reads(tmp_path):
     """Replicate writes into the folder it reads: an --out-dir that is --models-dir or a
     model's folder is refused before measuring; nothing is written there."""
+    from induction.models.registry import zoo_path
     from induction.replication.cli import main
-    from induction.zoo.registry import zoo_path
 
     models = tmp_path / "runs"
     shutil.copytree(zoo_path("dense8c-s1"), models / "dense8c-s1")
@@ -448,8 +448,8 @@ def test_an_edited_or_damaged_store_entry_is_remeasured_with_a_note(tmp_path, ca
 def _cache_keys() -> dict[str, str]:
     from ablation.run import CODE_MODULES
     from induction.dynamics.sweep import SweepSettings
-    from induction.fingerprint import source_hash
     from induction.replication.store import code_hash
+    from induction.store.fingerprint import source_hash
 
     source_hash.cache_clear()
     return {
@@ -465,8 +465,8 @@ def test_every_cache_keys_on_the_whole_packages_it_depends_on(monkeypatch):
     cache that depends on that package (derived from the imports, not a hand-kept list):
     ``induction/circuits/fv.py`` changes the ablation cache's key (the fv ranking it keeps)."""
     from ablation.run import CODE_MODULES
-    from induction import fingerprint
-    from induction.fingerprint import code_packages, package_files
+    from induction.store import fingerprint
+    from induction.store.fingerprint import code_packages, package_files
 
     entries = {
         "ablate": CODE_MODULES,
@@ -529,7 +529,7 @@ def test_bz05_build_zoo_never_deletes_a_folder_it_did_not_make(tmp_path):
 def test_build_zoo_refuses_a_second_build_of_the_same_model_at_once(tmp_path):
     """Two builds of one model at once destroyed each other: the second is refused at once,
     naming the first's pid, and touches nothing."""
-    from induction.io import claim_output
+    from induction.store.io import claim_output
 
     out = tmp_path / "d" / "dense8c-s0"
     with claim_output(out):  # this process plays the first build

@@ -1,5 +1,5 @@
 """Caches never serve damaged entries: each entry carries a hash of its own content, checked on
-read; a mismatch is noted once on stderr and the entry rebuilt (induction.cache_integrity).
+read; a mismatch is noted once on stderr and the entry rebuilt (induction.store.cache_integrity).
 And every model file that changes a result (card.json, duplication_log.json) is in the keys.
 """
 
@@ -11,7 +11,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from induction.cache_integrity import hash_path, intact, seal, seal_record
+from induction.store.cache_integrity import hash_path, intact, seal, seal_record
 
 runner = CliRunner()
 NOTE = "note: cache entry"
@@ -124,7 +124,7 @@ def test_cached_head_scores_with_one_changed_byte_are_rescored(tiny_llama_dir, t
     import pandas as pd
 
     from ablation.run import compute_scores
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(tiny_llama_dir, device="cpu")
     first = compute_scores(loaded, cache_dir=tmp_path)
@@ -177,7 +177,7 @@ def test_ablate_rebuilds_damaged_cache_entries(tiny_llama_dir, tmp_path):
 def test_card_and_duplication_log_are_in_the_keys(tiny_llama_dir, tmp_path):
     from ablation.run import default_cache_path
     from induction.dynamics.sweep import SweepItem, content_hash
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     folder = tmp_path / "m"
     shutil.copytree(tiny_llama_dir, folder)
@@ -203,7 +203,7 @@ def test_card_and_duplication_log_are_in_the_keys(tiny_llama_dir, tmp_path):
 def test_a_changed_file_hash_index_entry_is_noted_and_rehashed(tmp_path, capsys):
     import hashlib
 
-    from induction.fingerprint import HASH_INDEX, cache_root, file_hash
+    from induction.store.fingerprint import HASH_INDEX, cache_root, file_hash
 
     f = tmp_path / "w.bin"
     f.write_bytes(b"weights" * 100)
@@ -246,7 +246,7 @@ def test_a_damaged_gguf_copy_is_dequantized_again(tmp_path, monkeypatch, capsys)
     """GG01: a dequantized copy with a changed tensor byte. Dequantizing a real GGUF takes
     seconds, so a stand-in writes the checkpoint; the cache logic around it is the real one."""
     pytest.importorskip("gguf")
-    import induction.gguf as mod
+    import induction.models.gguf as mod
 
     calls = []
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from induction.zoo import registry
+from induction.models import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from induction.commands.main import app
 from induction.errors import InputError, ModelLoadError
-from induction.io import claim_output
+from induction.store.io import claim_output
 
 runner = CliRunner()
 MODEL = "grown"  # a zoo model: nothing to build, and never loaded here
@@ -57,7 +57,7 @@ def _held_by_another_run(path: Path) -> Iterator[int]:
         [
             sys.executable,
             "-c",
-            "import time; from induction.io import claim_output\n"
+            "import time; from induction.store.io import claim_output\n"
             f"with claim_output({str(path)!r}):\n"
             "    print('held', flush=True); time.sleep(60)",
         ],
@@ -107,7 +107,7 @@ def test_second_run_to_a_claimed_output_fails_at_once(
     def no_load(*args, **kwargs):
         raise AssertionError("the model was loaded although an output is claimed")
 
-    monkeypatch.setattr("induction.loading.load_model", no_load)
+    monkeypatch.setattr("induction.models.loading.load_model", no_load)
     out = tmp_path / "outs"
     out.mkdir()
     with _held_by_another_run(out / held) as pid:
@@ -128,7 +128,7 @@ def test_outputs_stay_claimed_while_the_model_loads(command, tmp_path, monkeypat
         seen.update({p: _claimed_elsewhere(p) for p in outputs})
         raise ModelLoadError("stub: stopped before loading")
 
-    monkeypatch.setattr("induction.loading.load_model", stub)
+    monkeypatch.setattr("induction.models.loading.load_model", stub)
     result = runner.invoke(app, _args(command, tmp_path))
     one_line_error(result, "stub: stopped before loading")
     assert seen == {p: True for p in outputs}, seen  # every output claimed during the load

@@ -64,7 +64,7 @@ def default_suite(info, card: dict | None = None) -> str:
     curriculum) gets ``zoo4g``, the suite that curriculum trains (docs/replication.md, R4)."""
     if not info.zoo_vocabulary:
         return "words"
-    from induction.zoo.registry import FV_ZOO, SECOND_ZOO, family_of
+    from induction.models.registry import FV_ZOO, SECOND_ZOO, family_of
 
     if trained_on_round4(getattr(info, "path", None)):
         return "zoo4g"

@@ -42,7 +42,7 @@ from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec, index
 from ablation.tasks.words import qa_example
 from induction.errors import InputError
-from induction.io import parse_json, read_json, read_text
+from induction.store.io import parse_json, read_json, read_text
 
 MAX_CONTEXT_CHARS = 3000  # open-book contexts are clipped to keep prompts CPU-sized
 CLOSED_FMT, OPEN_FMT = "Q: {x}\nA: {y}", "{context}\n\nQ: {x}\nA: {y}"

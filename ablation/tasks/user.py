@@ -14,7 +14,7 @@ from pathlib import Path
 from ablation.tasks.base import GenTask, make_gen_task
 from ablation.tasks.words import qa_example
 from induction.errors import InputError
-from induction.io import read_text
+from induction.store.io import read_text
 
 
 def read_jsonl(path: str | Path) -> list[tuple[str, list[str]]]:

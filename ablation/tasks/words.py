@@ -13,7 +13,7 @@ from pathlib import Path
 from ablation.tasks.base import Example, GenTask, make_task
 from ablation.tasks.registry import SuiteRequest, register
 from ablation.tasks.spec import TaskSpec
-from induction.io import read_json
+from induction.store.io import read_json
 
 DATA = Path(__file__).parent / "data" / "words"
 

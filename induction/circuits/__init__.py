@@ -3,7 +3,7 @@
 A package of its own on floor 3 (docs/design.md): the causal code needs the ablation hooks
 (``ablation.hooks``) and the circuit lineage needs head ancestry (``lineage``), and those two
 floor-2 packages stay independent of each other; the weight-only math lives on the ground
-floor (``induction.composition``). Names load lazily::
+floor (``induction.scores.composition``). Names load lazily::
 
     from induction.circuits import induction_circuits, head_effects
 

@@ -2,7 +2,7 @@
 attribution patching (docs/research.md, "Circuits and per-head causality").
 
 The metric is the in-context loss of repeated random tokens: the mean next-token NLL on the
-second copy (tokens 2..T of it; :meth:`induction.prompts.PromptLayout.repeat_targets`). A
+second copy (tokens 2..T of it; :meth:`induction.scores.prompts.PromptLayout.repeat_targets`). A
 head's **effect** is the loss with the head ablated minus the clean loss (positive: the head
 helps in-context copying), averaged over the prompts.
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from induction.model_types import LoadedModel, ModelInfo
-    from induction.specs import ModelLike
+    from induction.models.model_types import LoadedModel, ModelInfo
+    from induction.models.specs import ModelLike
 
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -53,9 +53,9 @@ from induction.circuits.patching import (
     z_hook,
 )
 from induction.errors import InputError
-from induction.io import guards_inputs
 from induction.jobs import job_config
-from induction.specs import inputs_of
+from induction.models.specs import inputs_of
+from induction.store.io import guards_inputs
 
 
 @dataclass
@@ -74,11 +74,11 @@ class Setup:
 
 def setup(model: ModelLike, *, seq_len=None, batch: int = 8, seeds=1, loaded=None) -> Setup:
     """Load (if a spec) and build the scan's repeated-token prompts (all seeds stacked)."""
-    from induction.prompts import make_prompts
+    from induction.scores.prompts import make_prompts
 
     if loaded is None:
         if isinstance(model, str | Path):
-            from induction.loading import load_model
+            from induction.models.loading import load_model
 
             loaded = load_model(str(model))
         else:
@@ -289,7 +289,7 @@ class EffectsResult:
 
     @guards_inputs
     def save(self, path: str | Path) -> Path:
-        from induction.io import write_table
+        from induction.store.io import write_table
 
         path = Path(path)
         write_table(self.to_frame(), path)
@@ -298,9 +298,9 @@ class EffectsResult:
     @guards_inputs
     def plot(self, path: str | Path | None = None):
         """Layer x head heatmap of the ablation effect (and AtP beside it), layer 0 at the top
-        as in the scan heatmap (:func:`induction.plots.heatmap`); each panel has its own colour
-        bar, beside it, titled with its unit. Saved if a path (.html, or .png:
-        :func:`induction.plots.save_figure`; InputError when no PNG can be made)."""
+        as in the scan heatmap (:func:`induction.figures.plots.heatmap`); each panel has its own
+        colour bar, beside it, titled with its unit. Saved if a path (.html, or .png:
+        :func:`induction.figures.plots.save_figure`; InputError when no PNG can be made)."""
         import plotly.graph_objects as go
         from plotly.subplots import make_subplots
 
@@ -348,7 +348,7 @@ class EffectsResult:
             height=max(420, 26 * n_layers + 200),
         )
         if path is not None:
-            from induction.plots import save_figure
+            from induction.figures.plots import save_figure
 
             note = save_figure(fig, Path(path))
             if note:  # nothing written: say so, never a silent skip (CLI: exit 2)
@@ -398,7 +398,7 @@ def run(
             advance()
     table = None
     if cfg.scores:
-        from induction.scan import induction_scores
+        from induction.scores.scan import induction_scores
 
         table = induction_scores(
             s.loaded,

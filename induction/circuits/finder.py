@@ -4,7 +4,7 @@
 For every induction head B (stripe score >= ``threshold``, or the ``top`` n) and every head A
 in an earlier layer:
 
-- **weights**: K-composition of A into B (:mod:`induction.composition`: RoPE ignored, GQA
+- **weights**: K-composition of A into B (:mod:`induction.scores.composition`: RoPE ignored, GQA
   query heads use their group's ``W_K`` / ``W_V``, input-norm gains folded), with the mean
   score of random matrices of the same shapes as the baseline;
 - **activations, total**: the drop of B's induction score when A's ``hook_z`` is ablated
@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from induction.specs import ModelLike
+    from induction.models.specs import ModelLike
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,9 +51,9 @@ from induction.circuits.patching import (
 )
 from induction.errors import InputError
 from induction.heads import Head, head_label
-from induction.io import guards_inputs
 from induction.jobs import job_config
-from induction.specs import inputs_of
+from induction.models.specs import inputs_of
+from induction.store.io import guards_inputs
 
 DEFAULT_PARTNERS = 3
 
@@ -154,7 +154,7 @@ class CircuitResult:
     @guards_inputs
     def save(self, path: str | Path) -> Path:
         """The table (.csv/.parquet/.jsonl/.json, as ``induction scan --out``)."""
-        from induction.io import write_table
+        from induction.store.io import write_table
 
         path = Path(path)
         write_table(self.to_frame(), path)
@@ -189,7 +189,7 @@ class CircuitResult:
         # facet titles read "L5H1", not "induction head=L5H1"
         fig.for_each_annotation(lambda a: a.update(text=a.text.rsplit("=", 1)[-1]))
         if path is not None:
-            from induction.plots import save_figure
+            from induction.figures.plots import save_figure
 
             note = save_figure(fig, Path(path))
             if note:  # nothing written: say so, never a silent skip (CLI: exit 2)
@@ -342,9 +342,9 @@ def find_circuits(
     """
     import pandas as pd
 
-    from induction.composition import composition_scores, head_weights, random_baseline
     from induction.progress import progress as progress_reporter
-    from induction.scan import induction_scores
+    from induction.scores.composition import composition_scores, head_weights, random_baseline
+    from induction.scores.scan import induction_scores
 
     cfg = job_config(CircuitsConfig, config, overrides, "circuits")
     s = setup(model, seq_len=cfg.seq_len, batch=cfg.batch, seeds=cfg.seeds)

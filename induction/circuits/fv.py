@@ -53,14 +53,14 @@ from torch import Tensor
 from induction.circuits.config import DEFAULT_MAX_ROWS, FVConfig
 from induction.errors import InputError
 from induction.heads import Head
-from induction.io import guards_inputs
 from induction.jobs import as_loaded, job_config
-from induction.kv_cache import last_token_logits, prefix_cache
-from induction.model_types import LoadedModel
-from induction.specs import inputs_of
+from induction.models.kv_cache import last_token_logits, prefix_cache
+from induction.models.model_types import LoadedModel
+from induction.models.specs import inputs_of
+from induction.store.io import guards_inputs
 
 if TYPE_CHECKING:
-    from induction.specs import ModelLike
+    from induction.models.specs import ModelLike
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ def cie_batched(
     head of a chunk, copy ``j`` patched at head ``heads[j]`` only.
 
     With ``reuse_prefix`` the copies run the last token alone on the prompts' prefix KV cache
-    (:mod:`induction.kv_cache`): exact, since the patch is at the last position and attention
+    (:mod:`induction.models.kv_cache`): exact, since the patch is at the last position and attention
     is causal, and about prompt-length times cheaper. A model whose cached last-token logits
     do not reproduce its full forward pass (checked once per batch) gets full passes.
 
@@ -327,7 +327,7 @@ class FVResult:
 
     @guards_inputs
     def save(self, path: str | Path) -> Path:
-        from induction.io import write_table
+        from induction.store.io import write_table
 
         return write_table(self.table, path)
 
@@ -338,7 +338,8 @@ class FVResult:
 
         t = self.table
         z = t.pivot(index="layer", columns="head", values="fv").sort_index()
-        # the detector's heatmap style (induction.plots.heatmap): numeric labels, layer 0 on top
+        # the detector's heatmap style (induction.figures.plots.heatmap): numeric labels, layer 0
+        # on top
         fig = go.Figure(
             go.Heatmap(
                 z=z.to_numpy(),
@@ -361,7 +362,7 @@ class FVResult:
             height=max(360, 28 * len(z.index) + 160),
         )
         if path is not None:
-            from induction.plots import save_figure
+            from induction.figures.plots import save_figure
 
             note = save_figure(fig, Path(path))
             if note:

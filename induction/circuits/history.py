@@ -31,7 +31,7 @@ from induction.circuits.finder import (
 from induction.heads import Head
 
 if TYPE_CHECKING:
-    from induction.model_types import LoadedModel
+    from induction.models.model_types import LoadedModel
 
 
 @dataclass

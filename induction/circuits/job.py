@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from induction.circuits.finder import CircuitResult, CircuitsConfig, find_circuits
 from induction.circuits.history import circuit_lineage
 from induction.jobs import as_loaded, job_config
-from induction.model_types import LoadedModel
+from induction.models.model_types import LoadedModel
 
 if TYPE_CHECKING:
-    from induction.specs import ModelLike
+    from induction.models.specs import ModelLike
 
 
 def run(

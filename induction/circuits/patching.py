@@ -50,8 +50,8 @@ from induction.heads import Head
 if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
 
-    from induction.model_types import ModelInfo
-    from induction.specs import ModelLike
+    from induction.models.model_types import ModelInfo
+    from induction.models.specs import ModelLike
 
 
 def z_hook(layer: int) -> str:
@@ -80,7 +80,7 @@ class View:
 
 
 def view(model: ModelLike) -> View:
-    from induction.layers import LAYER_PATHS
+    from induction.models.layers import LAYER_PATHS
 
     bridge: TransformerBridge = getattr(model, "bridge", model)  # a loaded model's, or a bridge
     hf: Any = bridge.original_model  # a transformers model (the bridge types it nn.Module)
@@ -360,7 +360,7 @@ def random_reference(
 ) -> Int[Tensor, "row pos"]:
     """Random-token prompts shaped like ``tokens``: the same prefix token, then distinct
     random ordinary ids with no repetition (Yin and Steinhardt 2025's reference for means)."""
-    from induction.prompts import token_pool
+    from induction.scores.prompts import token_pool
 
     pool = token_pool(info)
     n_rows, length = tokens.shape

@@ -55,15 +55,15 @@ def ablate(
 ) -> None:
     """Ablate the top --frac heads by induction score and report few-shot drops per task
     against random-head controls. Interrupted runs resume from a cache of finished results."""
-    from induction.io import (
+    from induction.figures.plots import FIGURE_SUFFIXES
+    from induction.models.loading import load_model
+    from induction.store.io import (
         TABLE_SUFFIXES,
         check_output_path,
         claim_outputs,
         prepare_outputs,
         wrote,
     )
-    from induction.loading import load_model
-    from induction.plots import FIGURE_SUFFIXES
 
     check_output_path(out, TABLE_SUFFIXES, "--out")
     check_output_path(plot, FIGURE_SUFFIXES, "--plot")
@@ -119,7 +119,7 @@ def read_score_tables(paths: list[Path]):
     """The score tables of ``--scores`` merged on (layer, head), or None without any. A later
     table adds only the columns the earlier ones lack; a table without ``layer`` and ``head``,
     or tables naming different heads, are refused."""
-    from induction.io import read_table
+    from induction.store.io import read_table
 
     merged = None
     for path in paths:
@@ -168,7 +168,7 @@ def _run(loaded, config: AblationConfig, quiet: bool, scores=None):
 def _report(result, out: Path | None, plot: Path | None, quiet: bool) -> None:
     """The table on stdout, the files, then the mean drop, the gates and the verdict."""
     from ablation.render import stdout_console
-    from induction.io import wrote
+    from induction.store.io import wrote
 
     result.print(console=stdout_console())
     if out is not None:

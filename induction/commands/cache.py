@@ -1,6 +1,6 @@
 """``induction cache``: show and clear the workbench's caches (docs/safety.md).
 
-Only the entries named in :data:`induction.fingerprint.CACHE_KINDS` are counted or deleted;
+Only the entries named in :data:`induction.store.fingerprint.CACHE_KINDS` are counted or deleted;
 anything else under the cache root is left alone.
 """
 
@@ -44,7 +44,7 @@ def show(ctx: typer.Context) -> None:
     and number of entries of each kind."""
     if ctx.invoked_subcommand is not None:
         return
-    from induction.fingerprint import CACHE_KINDS, cache_root
+    from induction.store.fingerprint import CACHE_KINDS, cache_root
 
     root = cache_root()
     typer.echo(f"cache root: {root}{'' if root.exists() else ' (does not exist yet)'}")
@@ -62,7 +62,7 @@ def clear(
     yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
 ) -> None:
     """Delete every cache kind under the cache root (nothing else there is touched)."""
-    from induction.fingerprint import CACHE_KINDS, cache_root
+    from induction.store.fingerprint import CACHE_KINDS, cache_root
 
     root = cache_root()
     present = [root / name for name in CACHE_KINDS if (root / name).exists()]

@@ -27,7 +27,7 @@ ThreadsOpt = Annotated[
 
 
 def _common(out: Path | None, plot: Path | None, threads: int | None) -> None:
-    from induction.io import TABLE_SUFFIXES, check_output_path
+    from induction.store.io import TABLE_SUFFIXES, check_output_path
 
     if threads is not None and threads < 1:
         raise InputError(f"--threads must be >= 1, got {threads}")
@@ -41,8 +41,8 @@ def _claimed(model: str, outputs: dict) -> Iterator[None]:
     """Before any work: no output over an input (the model's files); then every output is
     claimed until the block ends, so a concurrent run to one of them fails at once naming
     this run's pid. Stale temporaries of earlier killed runs are cleaned on claiming."""
-    from induction.io import check_outputs, claim_outputs
-    from induction.specs import model_inputs
+    from induction.models.specs import model_inputs
+    from induction.store.io import check_outputs, claim_outputs
 
     check_outputs(outputs, model_inputs(model))
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
@@ -51,7 +51,7 @@ def _claimed(model: str, outputs: dict) -> Iterator[None]:
 
 def _load(model: str, device: str, dtype, threads):
     """The model, loaded under a progress phase (a line in a log when it takes over 2 s)."""
-    from induction.loading import load_model
+    from induction.models.loading import load_model
     from induction.progress import phase
 
     with phase(f"loading {model}"):

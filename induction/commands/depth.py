@@ -37,9 +37,9 @@ def depth(
     """Angles between consecutive residual states and consecutive layer updates, per layer
     (Liu et al. 2026, arXiv 2602.05970)."""
     from induction.errors import InputError
-    from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs
-    from induction.plots import FIGURE_SUFFIXES
-    from induction.specs import model_inputs
+    from induction.figures.plots import FIGURE_SUFFIXES
+    from induction.models.specs import model_inputs
+    from induction.store.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs
 
     if batch < 1:
         raise InputError(f"--batch must be >= 1, got {batch}")
@@ -47,7 +47,7 @@ def depth(
     check_output_path(table, TABLE_SUFFIXES, "--table")
     content = None
     if text is not None:
-        from induction.io import read_text
+        from induction.store.io import read_text
 
         content = read_text(text, "--text file")
     inputs = [p for m in models for p in model_inputs(m)] + [text]
@@ -55,11 +55,11 @@ def depth(
     with claim_outputs([out, table]):  # held for the whole run: one writer per output
         import pandas as pd
 
-        from induction.depth import depth_angles, depth_figure
-        from induction.io import write_table, wrote
-        from induction.loading import load_model
-        from induction.plots import save_figure
+        from induction.figures.plots import save_figure
+        from induction.models.loading import load_model
         from induction.progress import phase
+        from induction.scores.depth import depth_angles, depth_figure
+        from induction.store.io import write_table, wrote
 
         results = []
         for spec in models:

@@ -66,7 +66,7 @@ def sweep(
     from induction.dynamics.series import series_hint
     from induction.dynamics.sweep import sweep as run_sweep
     from induction.errors import InputError
-    from induction.score_names import check_sweep_scores
+    from induction.scores.score_names import check_sweep_scores
 
     if batch < 1 or seeds < 1:
         raise InputError("--batch and --seeds must be >= 1")
@@ -117,13 +117,13 @@ def timeline(
 ) -> None:
     """Per-head formation steps, growth events and the in-context loss over training."""
     from induction.errors import InputError
-    from induction.io import (
+    from induction.figures.plots import FIGURE_SUFFIXES
+    from induction.store.io import (
         TABLE_SUFFIXES,
         check_input_path,
         check_output_path,
         prepare_outputs,
     )
-    from induction.plots import FIGURE_SUFFIXES
 
     if top < 1:
         raise InputError(f"--top must be >= 1, got {top}")
@@ -135,9 +135,9 @@ def timeline(
     prepare_outputs({"--out": out, "--table": table}, [dataset])
     from induction.dynamics.dataset import read_dataset
     from induction.dynamics.timeline import build_timeline
-    from induction.io import write_table, wrote
-    from induction.plots import save_figure
+    from induction.figures.plots import save_figure
     from induction.progress import phase
+    from induction.store.io import write_table, wrote
 
     with phase(f"reading {dataset}"):
         rows = read_dataset(dataset)

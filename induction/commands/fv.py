@@ -36,8 +36,14 @@ def fv(
     """Score every head by its function-vector effect: its mean output at the last position
     of clean few-shot prompts, patched into prompts with shuffled (or foreign) labels, raises
     the answer's probability by this much (the causal indirect effect, mean over the tasks)."""
-    from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs, wrote
-    from induction.specs import model_inputs
+    from induction.models.specs import model_inputs
+    from induction.store.io import (
+        TABLE_SUFFIXES,
+        check_output_path,
+        check_outputs,
+        claim_outputs,
+        wrote,
+    )
 
     if top < 1:
         raise InputError(f"--top must be an integer >= 1, got {top}")
@@ -50,7 +56,7 @@ def fv(
     check_outputs(outputs, model_inputs(model))
     with claim_outputs(outputs.values()):  # held for the whole run: one writer per output
         from induction.circuits.fv import fv_scores
-        from induction.loading import load_model
+        from induction.models.loading import load_model
         from induction.progress import phase
 
         with phase(f"loading {model}"):

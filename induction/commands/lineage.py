@@ -29,8 +29,8 @@ def lineage(
     """Trace the strongest induction heads back to their ancestors in the initial network."""
     import math
 
-    from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs
-    from induction.specs import model_inputs
+    from induction.models.specs import model_inputs
+    from induction.store.io import TABLE_SUFFIXES, check_output_path, check_outputs, claim_outputs
     from lineage.api import trace
     from lineage.export import SUFFIXES
 
@@ -113,8 +113,8 @@ def grow(
     """Grow a checkpoint by a MIDAS/LIDAS step, LLaMA-Pro expansion or a mergekit config."""
     if step is not None and not 0 <= step <= MAX_STEP:
         raise InputError(f"--step must be in 0..{MAX_STEP:,}, got {step}")
-    from induction.io import check_output_path, check_outputs, wrote
-    from induction.specs import model_inputs
+    from induction.models.specs import model_inputs
+    from induction.store.io import check_output_path, check_outputs, wrote
     from lineage.checkpoint import grow_checkpoint, read_checkpoint
     from lineage.mergekit import apply_mergekit
 

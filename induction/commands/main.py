@@ -32,7 +32,7 @@ from induction.commands.options import (
     TrustRemoteCodeOpt,
 )
 from induction.errors import WorkbenchError
-from induction.io import read_json
+from induction.store.io import read_json
 
 try:  # typer >= 0.20 vendors click; older typers use click itself
     from typer._click.exceptions import UsageError
@@ -167,7 +167,7 @@ def _quiet_libraries() -> None:
     os.environ["TRANSFORMERS_VERBOSITY"] = "error"  # read when transformers is imported
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     if "transformers" in sys.modules:  # already imported by a command module: tell it now
-        from induction.loading import quiet_libraries
+        from induction.models.loading import quiet_libraries
 
         quiet_libraries()
 
@@ -194,7 +194,7 @@ def zoo_generation(name: str, registry) -> str:
 @app.command()
 def models() -> None:
     """List the shipped zoo models (the current zoo first) and what else a model spec may be."""
-    from induction.zoo import registry
+    from induction.models import registry
 
     names = registry.zoo_models()
     if names:
@@ -248,7 +248,7 @@ def _zoo_row(name: str, registry) -> str:
     layers = config.get("num_hidden_layers", "?")
     heads = config.get("num_attention_heads", "?")
     if (folder / "loop_plan.json").is_file():
-        from induction.looped import LoopPlan
+        from induction.models.looped import LoopPlan
 
         try:
             layers = LoopPlan.load(folder).unrolled_depth  # what the hooks see
@@ -281,7 +281,7 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print the facts as JSON."),
 ) -> None:
     """Load a model and print what the workbench knows about it."""
-    from induction.loading import load_model
+    from induction.models.loading import load_model
     from induction.progress import phase
 
     with phase(f"loading {model}"):  # on stderr: --json output stays clean

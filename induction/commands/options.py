@@ -24,7 +24,7 @@ from induction.config_fields import (
     SEEDS_HELP,
     SEQ_LEN_HELP,
 )
-from induction.zoo.registry import DEFAULT_MODEL  # noqa: F401  (re-exported)
+from induction.models.registry import DEFAULT_MODEL  # noqa: F401  (re-exported)
 
 ModelArg = Annotated[
     str,

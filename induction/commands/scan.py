@@ -17,7 +17,7 @@ from induction.commands.options import (
     TrustRemoteCodeOpt,
 )
 from induction.errors import InputError
-from induction.score_names import PATTERN_MODES, ScanConfig
+from induction.scores.score_names import PATTERN_MODES, ScanConfig
 
 
 @config_command(ScanConfig)
@@ -59,8 +59,8 @@ def scan(
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Score every attention head on repeated random tokens and rank the induction heads."""
-    from induction.prompts import normalize_seeds
-    from induction.score_names import check_rank_by
+    from induction.scores.prompts import normalize_seeds
+    from induction.scores.score_names import check_rank_by
 
     check_rank_by(config.rank_by, config.scores)
     normalize_seeds(config.seeds)  # before any work
@@ -76,10 +76,10 @@ def scan(
         raise InputError(f"--patterns {config.patterns!r}: choose auto, eager or chunked")
     _check_outputs(model, out, plot, bar)
 
-    from induction.io import claim_outputs, wrote
+    from induction.store.io import claim_outputs, wrote
 
     with claim_outputs([out, plot, bar]):  # held for the whole run: one writer per output
-        from induction.loading import load_model
+        from induction.models.loading import load_model
         from induction.progress import phase
 
         with phase(f"loading {model}"):  # a line in a log when it takes over 2 s
@@ -91,17 +91,17 @@ def scan(
                 threads=threads,
             )
         layer_list = _parse_layers(layers, loaded.info.n_layers) if layers else None
-        from induction.scan import scan as run_scan
+        from induction.scores.scan import scan as run_scan
 
         result = run_scan(loaded, config, layers=layer_list)
         df = result.to_frame()
         if output_norm:
-            from induction.output_norm import add_output_norm
+            from induction.scores.output_norm import add_output_norm
 
             df = add_output_norm(df, loaded)  # on the scan's own prompts, attrs kept
         _print_report(df, loaded, top)
         if out is not None:
-            from induction.io import write_table
+            from induction.store.io import write_table
 
             write_table(df, out)
             typer.echo(wrote(out), err=True)
@@ -109,7 +109,7 @@ def scan(
         for path, kind in ((plot, "heatmap"), (bar, "bar")):
             if path is None:
                 continue
-            from induction import plots
+            from induction.figures import plots
 
             # --top sizes the bar chart as it does the table
             note = plots.save_figure(result.plot(kind, top=top), path)
@@ -137,9 +137,9 @@ def _parse_layers(text: str, n_layers: int) -> list[int]:
 def _check_outputs(model: str, out: Path | None, plot: Path | None, bar: Path | None) -> None:
     """Refuse unusable output paths before any work: an input, a bad suffix, a folder, an
     unwritable or impossible location, or two outputs naming one file."""
-    from induction.io import TABLE_SUFFIXES, check_output_path, check_outputs
-    from induction.plots import FIGURE_SUFFIXES
-    from induction.specs import model_inputs
+    from induction.figures.plots import FIGURE_SUFFIXES
+    from induction.models.specs import model_inputs
+    from induction.store.io import TABLE_SUFFIXES, check_output_path, check_outputs
 
     check_outputs({"--out": out, "--plot": plot, "--bar": bar}, model_inputs(model))
     check_output_path(out, TABLE_SUFFIXES, "--out")

@@ -48,7 +48,7 @@ def show(
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Write each head's attention pattern with token labels and the induction stripe."""
-    from induction.plots import FIGURE_SUFFIXES
+    from induction.figures.plots import FIGURE_SUFFIXES
 
     if not heads.strip():
         raise InputError("pass --heads, e.g. --heads L5H1,L11H2")
@@ -65,17 +65,17 @@ def show(
             raise InputError(
                 f"--prompt is not UTF-8 text (bad byte at character {e.start}); pass UTF-8 text"
             ) from None
-    from induction.io import check_output_path, check_outputs, claim_output, wrote
-    from induction.plots import FIGURE_SUFFIXES, save_figure
-    from induction.specs import model_inputs
+    from induction.figures.plots import FIGURE_SUFFIXES, save_figure
+    from induction.models.specs import model_inputs
+    from induction.store.io import check_output_path, check_outputs, claim_output, wrote
 
     check_output_path(out, FIGURE_SUFFIXES, "--out")
     _check_heads(model, heads)
     check_outputs({"--out": out}, model_inputs(model))
     with claim_output(out):  # held for the whole run: one writer per output
-        from induction.loading import load_model
+        from induction.models.loading import load_model
         from induction.progress import phase
-        from induction.views import show_patterns
+        from induction.scores.views import show_patterns
 
         with phase(f"loading {model}"):
             loaded = load_model(
@@ -96,13 +96,13 @@ def _check_heads(model: str, heads: str) -> None:
     model); any other model is checked for syntax here and for range once loaded."""
     import sys
 
-    from induction.specs import resolve_spec
-    from induction.views import parse_heads
+    from induction.models.specs import resolve_spec
+    from induction.scores.views import parse_heads
 
     spec = resolve_spec(model)  # an unknown model fails here as it would in load_model
     n_layers = n_heads = sys.maxsize
     if spec.folder is not None:
-        from induction.checkpoint import read_config_facts
+        from induction.models.checkpoint import read_config_facts
 
         try:
             facts = read_config_facts(spec.folder)

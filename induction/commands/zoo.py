@@ -78,7 +78,7 @@ def train_command(
     ),
 ) -> None:
     """Train one zoo model from scratch with a progress bar and write it as a checkpoint folder."""
-    from induction.io import check_output_path
+    from induction.store.io import check_output_path
     from induction.training.train import zoo_config, zoo_model_name
 
     threads_given, threads = threads is not None, 1 if threads is None else threads
@@ -143,8 +143,8 @@ def train_command(
         if path.exists() and not path.is_dir():
             raise InputError(f"--out {path} is a file; pass a folder path")
         check_output_path(path, flag_name="--out", folder=True)
-    from induction.io import check_outputs, claim_outputs
-    from induction.zoo import registry
+    from induction.models import registry
+    from induction.store.io import check_outputs, claim_outputs
 
     check_outputs({"--out": outs}, [registry.MODELS_DIR])  # never into the shipped zoo
     with claim_outputs(outs):  # one run per output folder; cleans a killed run's leftovers
@@ -181,7 +181,7 @@ def _first_zoo_options(cfg, steps: int | None, grow_at: str | None) -> None:
 
 def _train_atomic(cfg, out: Path) -> dict:
     """Old-protocol families: train in a hidden temporary folder, renamed into place."""
-    from induction.io import note_written
+    from induction.store.io import note_written
     from induction.training.train import train
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -244,7 +244,7 @@ def _report(card: dict, out: Path) -> None:
     if card.get("growth_steps") and (out / LOG_FILE).is_file():
         # R4-gate (docs/replication.md): were the heads where growth copies? m reachable
         from ablation.gates import copied_head_before_growth
-        from induction.score_names import INDUCTION_THRESHOLD
+        from induction.heads import INDUCTION_THRESHOLD
 
         gate = copied_head_before_growth(card, DuplicationLog.load(out / LOG_FILE),
                                          INDUCTION_THRESHOLD)  # fmt: skip
@@ -255,7 +255,7 @@ def _report(card: dict, out: Path) -> None:
 def _resume(
     family: str | None, outs: list[Path], device: str | None, per_process: int | None
 ) -> None:
-    from induction.io import claim_outputs, read_json
+    from induction.store.io import claim_outputs, read_json
     from induction.training.multiseed import train_seeds
     from induction.training.protocol import TRAIN_CONFIG, read_run_config, train_fixed
 

@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from induction.errors import InputError
-from induction.heads import head_label
-from induction.io import guards_inputs
-from induction.score_names import INDUCTION_THRESHOLD
+from induction.heads import INDUCTION_THRESHOLD, head_label
+from induction.store.io import guards_inputs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -153,7 +152,7 @@ class CopiedHeads:
     @guards_inputs
     def save(self, path: str | Path) -> Path:
         """The table (.csv/.parquet/.json), atomically; never over the sweep it was read from."""
-        from induction.io import write_table
+        from induction.store.io import write_table
 
         return write_table(self.table, path)
 
@@ -208,7 +207,7 @@ class CopiedHeads:
             height=460,
         )
         if path is not None:
-            from induction.plots import save_figure
+            from induction.figures.plots import save_figure
 
             note = save_figure(fig, Path(path))
             if note:

@@ -3,12 +3,12 @@
 Every file has the schema :data:`SCHEMA`, one row per model x head x score (model-level scores
 such as the in-context loss have no layer and head; per-layer scores such as the depth angles
 no head). File names are ``<content16>-<settings>-<label>.parquet``: the model's content hash
-(:func:`induction.fingerprint.model_content_hash`, first 16 hex digits), the settings hash and
+(:func:`induction.store.fingerprint.model_content_hash`, first 16 hex digits), the settings hash and
 a hash of the row labels (model key, checkpoint, spec, revision). The content hash covers
 every file of the model folder that changes a row, its ``card.json`` and
 ``duplication_log.json`` included. Only the sweep driver writes, each file atomically
-(:func:`induction.io.atomic_path`) with the SHA-256 of its bytes beside it in
-``.NAME.sha256`` (:mod:`induction.cache_integrity`); readers skip hidden files, and refuse a
+(:func:`induction.store.io.atomic_path`) with the SHA-256 of its bytes beside it in
+``.NAME.sha256`` (:mod:`induction.store.cache_integrity`); readers skip hidden files, and refuse a
 file that does not match its hash. Format reference: docs/dynamics.md.
 """
 
@@ -75,8 +75,8 @@ def write_part(folder: Path, name: str, table) -> Path:
     """Write one dataset file atomically, its content hash first."""
     import pyarrow.parquet as pq
 
-    from induction.cache_integrity import seal
-    from induction.io import atomic_path
+    from induction.store.cache_integrity import seal
+    from induction.store.io import atomic_path
 
     path = folder / name
     with atomic_path(path) as tmp:
@@ -105,7 +105,7 @@ def read_dataset(path: str | Path) -> pd.DataFrame:
         raise InputError(f"no sweep dataset at {path} (write one with `induction sweep`)")
     if not files:
         raise InputError(f"{path} holds no sweep results (write them with `induction sweep`)")
-    from induction.cache_integrity import MISMATCH, hash_path, problem
+    from induction.store.cache_integrity import MISMATCH, hash_path, problem
 
     for f in files:  # a file copied without its hash is read as it is
         if hash_path(f).is_file() and problem(f) == MISMATCH:

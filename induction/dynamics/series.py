@@ -34,7 +34,7 @@ def shipped_series(spec: str | Path) -> tuple[Path, int] | None:
     """``(run folder, checkpoints)`` when ``spec`` resolves to a model folder with a
     checkpoint series (``checkpoints/step-*`` holding a config.json); None otherwise,
     including specs that do not resolve."""
-    from induction.specs import resolve_spec
+    from induction.models.specs import resolve_spec
 
     try:
         folder = resolve_spec(str(spec)).folder

@@ -12,7 +12,7 @@ Sources (:func:`discover`): a fixed-protocol run folder (its ``checkpoints/step-
 ``step-N-pre`` before ``step-N``, then the final model), any model spec, or, with
 ``revisions``, the revisions of one hub model (Pythia's ``step1000``, ...).
 
-The driver (:func:`sweep`) claims the dataset (:func:`induction.io.claim_output`: a second
+The driver (:func:`sweep`) claims the dataset (:func:`induction.store.io.claim_output`: a second
 sweep into it fails at once), skips every model whose file for these settings exists and
 matches its content hash (a damaged file is noted, deleted and computed again), runs
 the rest in this process (default), in ``workers`` local processes
@@ -21,7 +21,7 @@ one file the moment they come back (:mod:`induction.dynamics.dataset`). Workers 
 return rows; only the driver writes. A crash loses at most the models in flight; a rerun
 computes only what is missing. A model that fails is reported on one line and the sweep goes
 on. In one process, checkpoints of one run reuse one booted bridge
-(:class:`induction.reload.Reloader`). Design and measurements: docs/dynamics.md.
+(:class:`induction.models.reload.Reloader`). Design and measurements: docs/dynamics.md.
 """
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ from typing import TYPE_CHECKING, Any
 from induction.config_fields import DEVICE_HELP, DTYPE_HELP, option
 from induction.dynamics import dataset as ds
 from induction.errors import InputError, WorkbenchError
-from induction.fingerprint import fingerprint, source_hash
-from induction.io import guards_inputs
-from induction.score_names import ScanConfig
+from induction.scores.score_names import ScanConfig
+from induction.store.fingerprint import fingerprint, source_hash
+from induction.store.io import guards_inputs
 from lineage.log import MAX_STEP
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: The sweep's code enters the settings hash with every whole package it depends on
-#: (:func:`induction.fingerprint.code_packages`): a change to how scores are computed
+#: (:func:`induction.store.fingerprint.code_packages`): a change to how scores are computed
 #: invalidates the dataset's old rows (they are recomputed, not mixed).
 CODE = ("induction.dynamics.sweep",)
 _STEP = re.compile(r"^step-(\d+)(-pre)?$")
@@ -84,7 +84,7 @@ _RUN_SCAN_FIELDS = ("device", "chunk", "progress", "rank_by", "patterns")
 
 @dataclass(frozen=True, init=False)
 class SweepSettings:
-    """What each model gets: a scan (``scan``, a :class:`induction.scan.ScanConfig`, default
+    """What each model gets: a scan (``scan``, a :class:`induction.scores.scan.ScanConfig`, default
     :data:`SWEEP_SCAN`) and the optional score sets. ``fv``: function-vector scores
     (:func:`induction.circuits.fv.fv_scores`, its defaults but ``fv_corruption``) beside the
     scan's, per head. ``device``/``dtype`` say where models load and ``progress`` shows the
@@ -117,7 +117,7 @@ class SweepSettings:
 
     def __init__(self, scan: ScanConfig | Mapping[str, Any] | None = None, **settings: Any) -> None:
         from induction.jobs import job_config
-        from induction.score_names import FV_SCORE
+        from induction.scores.score_names import FV_SCORE
 
         own = {f.name: f.default for f in dataclasses.fields(self) if f.name != "scan"}
         unknown = set(settings) - set(own) - {f.name for f in dataclasses.fields(ScanConfig)}
@@ -145,7 +145,7 @@ class SweepSettings:
         """Settings every model would refuse are refused once, before the dataset exists (the
         limits of one model, its context length, are checked per model)."""
         from induction.config_fields import normalize_seeds  # torch-free: the CLI builds one
-        from induction.score_names import check_convention, check_sweep_scores
+        from induction.scores.score_names import check_convention, check_sweep_scores
 
         check_sweep_scores(self.scores)
         if not self.scan_scores and (self.scan.loss or self.ablate):
@@ -160,7 +160,7 @@ class SweepSettings:
                 raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
         seq = self.scan.seq_len
         if seq is not None:
-            from induction.prompts import MIN_SEQ_LEN
+            from induction.scores.prompts import MIN_SEQ_LEN
 
             if isinstance(seq, bool) or not isinstance(seq, int) or seq < MIN_SEQ_LEN:
                 raise InputError(f"--seq-len must be an integer >= {MIN_SEQ_LEN}, got {seq!r}")
@@ -176,7 +176,7 @@ class SweepSettings:
     def hash(self) -> str:
         """12 hex digits over the settings (the scan's fields but those that only say how it
         runs, :data:`_RUN_SCAN_FIELDS`; not device, dtype or progress) and the scoring code.
-        The code is hashed whole (:func:`induction.fingerprint.source_hash`), so any change
+        The code is hashed whole (:func:`induction.store.fingerprint.source_hash`), so any change
         to it, this module's included, gives new digits: the datasets are computed again."""
         scan = {
             f.name: getattr(self.scan, f.name)
@@ -199,7 +199,7 @@ class SweepSettings:
     @property
     def scores(self) -> tuple[str, ...]:
         """Every score the sweep writes: the scan's, then ``fv`` when asked for."""
-        from induction.score_names import FV_SCORE
+        from induction.scores.score_names import FV_SCORE
 
         return (*self.scan_scores, *((FV_SCORE,) if self.fv else ()))
 
@@ -242,7 +242,7 @@ class SweepReport:
     @guards_inputs
     def save(self, path: str | Path) -> Path:
         """Write :meth:`to_frame` as a table (.csv, .parquet, .json, .jsonl), atomically."""
-        from induction.io import write_table
+        from induction.store.io import write_table
 
         return write_table(self.to_frame(), path)
 
@@ -259,7 +259,7 @@ class SweepReport:
             self.to_frame(), model=model, score=score, settings=self.settings_hash
         ).figure()
         if path is not None:
-            from induction.plots import save_figure
+            from induction.figures.plots import save_figure
 
             note = save_figure(fig, path)
             if note:
@@ -314,7 +314,7 @@ def discover(sources: Sequence[str], revisions: Sequence[str] | None = None) -> 
         if path.exists():  # DIR and DIR/ are one model, not two series
             text = os.path.normpath(text)
         elif path.is_symlink():  # dangling or looping: an input error, not a failed model
-            from induction.specs import resolve_spec
+            from induction.models.specs import resolve_spec
 
             resolve_spec(text)  # raises its one-line error
             raise InputError(f"{text} is a link to nothing; point it at a checkpoint folder")
@@ -338,7 +338,7 @@ def discover(sources: Sequence[str], revisions: Sequence[str] | None = None) -> 
 
 
 def _series_name(text: str) -> str:
-    from induction.specs import resolve_spec
+    from induction.models.specs import resolve_spec
 
     try:
         return resolve_spec(text).name
@@ -376,7 +376,7 @@ def _run_items(run: Path, text: str) -> list[SweepItem]:
         for step, _, sub in sorted(found)
     ]
     if (run / "card.json").is_file() and (run / "config.json").is_file():
-        from induction.io import read_json
+        from induction.store.io import read_json
 
         card = read_json(run / "card.json", "card")
         step = card.get("steps") if isinstance(card, dict) else None
@@ -400,8 +400,8 @@ def _step_of_revision(rev: str) -> int | None:
 def content_hash(item: SweepItem) -> str | None:
     """The model's content hash from its files, without loading it; None when only a load
     can tell (a hub model not in the local cache, a spec that does not resolve)."""
-    from induction.fingerprint import model_content_hash
-    from induction.specs import resolve_spec
+    from induction.models.specs import resolve_spec
+    from induction.store.fingerprint import model_content_hash
 
     try:
         if item.revision is not None:
@@ -417,8 +417,8 @@ def content_hash(item: SweepItem) -> str | None:
 
 
 def _hub_hash(name: str, revision: str | None) -> str | None:
-    from induction.fingerprint import model_content_hash
-    from induction.loading import cached_hub_snapshot
+    from induction.models.loading import cached_hub_snapshot
+    from induction.store.fingerprint import model_content_hash
 
     folder = cached_hub_snapshot(name, revision)
     return model_content_hash(folder) if folder is not None else None
@@ -432,10 +432,10 @@ _RELOADERS: dict[tuple, Any] = {}
 def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None) -> dict:
     """Load and score one model; returns ``{"columns": {...}, "content_hash": ...}`` (the
     dataset's columns as lists). Runs in the driver, a worker process or a Ray task; keeps
-    one :class:`~induction.reload.Reloader` per process, so a series reuses its bridge."""
-    from induction.fingerprint import loaded_model_hash
-    from induction.reload import Reloader
-    from induction.scan import scan
+    one :class:`~induction.models.reload.Reloader` per process, so a series reuses its bridge."""
+    from induction.models.model_types import loaded_model_hash
+    from induction.models.reload import Reloader
+    from induction.scores.scan import scan
 
     key = (settings.device, settings.dtype)
     reloader = _RELOADERS.get(key)
@@ -465,7 +465,7 @@ def run_item(item: SweepItem, settings: SweepSettings, chash: str | None = None)
         for name in ("loss_first", "loss_repeat", "loss_drop"):
             rows.add(None, None, name, icl[name], icl.get(f"{name}_std"))
     if settings.depth:
-        from induction.depth import depth_angles
+        from induction.scores.depth import depth_angles
 
         ang = depth_angles(loaded, batch=min(settings.scan.batch, 8), seq_len=settings.scan.seq_len)
         for layer, (m, s) in enumerate(zip(ang.state_mean, ang.state_std, strict=True)):
@@ -568,10 +568,10 @@ def sweep(
     ``workers > 1`` (local processes) or ``ray`` (an address; ``"local"`` starts a local
     instance), which say where the work runs and leave the rows unchanged, and ``say``, a
     callback that gets one line per failed model (default: stderr)."""
-    from induction.cache_integrity import intact
-    from induction.io import check_output_path, claim_output
+    from induction.models.specs import inputs_of
     from induction.progress import progress as progress_reporter
-    from induction.specs import inputs_of
+    from induction.store.cache_integrity import intact
+    from induction.store.io import check_output_path, claim_output
 
     if settings is not None:
         if config is not None:
@@ -665,7 +665,7 @@ def sweep(
 def _drop_stale(labels: dict[str, list[Path]], current: dict[str, str]) -> None:
     """Delete the files of these settings whose label now names a model of other content (its
     weights, card or duplication log changed since): one file per label, never stale rows."""
-    from induction.cache_integrity import discard
+    from induction.store.cache_integrity import discard
 
     for label, name in current.items():
         for p in labels.get(label, []):
@@ -674,8 +674,8 @@ def _drop_stale(labels: dict[str, list[Path]], current: dict[str, str]) -> None:
 
 
 def _refuse_inside_inputs(out: Path, items: list[SweepItem]) -> None:
-    from induction.io import check_outputs
-    from induction.specs import model_inputs
+    from induction.models.specs import model_inputs
+    from induction.store.io import check_outputs
 
     # a hub model's cache folder is an input whatever revision is swept (HR05)
     inputs = [p for it in items for p in model_inputs(it.spec)]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from induction.errors import InputError
 from induction.heads import head_label
-from induction.score_names import INDUCTION_THRESHOLD, default_threshold
+from induction.scores.score_names import INDUCTION_THRESHOLD, default_threshold
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -378,7 +378,7 @@ def _ancestors(rows, final, heads, final_stage, log) -> dict[tuple[int, int, int
 def _final_log(rows, final):
     from pathlib import Path
 
-    from induction.specs import resolve_spec
+    from induction.models.specs import resolve_spec
     from lineage.log import DuplicationLog
 
     spec = rows[rows["checkpoint"] == final["checkpoint"]]["spec"].iloc[0]

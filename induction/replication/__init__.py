@@ -3,7 +3,7 @@ on the zoo, split along its seams:
 
 - :mod:`.config`: :class:`Settings` and the source's figures (:data:`SOURCE`);
 - :mod:`.models`: which models (:func:`discover`; shipped zoo or ``--models-dir``);
-- :mod:`.measure`: one model through ``induction.scan.scan``, ``lineage.trace`` and
+- :mod:`.measure`: one model through ``induction.scores.scan.scan``, ``lineage.trace`` and
   ``ablation.ablate`` (the CLI's pipelines);
 - :mod:`.stats`: across models and seeds, with :mod:`ablation.stats` only;
 - :mod:`.report`: tables and the verdict; :mod:`.figures`: the plotly figure;

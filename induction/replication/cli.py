@@ -228,7 +228,7 @@ def main(
     if not refs:
         print("error: no zoo models found (induction models lists them)", file=sys.stderr)
         return 2
-    from induction.loading import quiet_libraries
+    from induction.models.loading import quiet_libraries
 
     quiet_libraries()
     try:

@@ -85,7 +85,7 @@ def regbench_rule_tvd(settings: Settings, max_tokens: int = 96) -> float:
 def _card(model: str) -> dict | None:
     import json
 
-    from induction.zoo.registry import local_model_path
+    from induction.models.registry import local_model_path
 
     folder = local_model_path(model)
     path = folder / "card.json" if folder is not None else None
@@ -101,7 +101,7 @@ def copied_head_gate(model: str):
     import json
 
     from ablation.gates import copied_head_before_growth, pre_growth_head_scores
-    from induction.zoo.registry import MODELS_DIR
+    from induction.models.registry import MODELS_DIR
     from lineage.log import LOG_FILE, DuplicationLog
 
     card, folder = _card(model), MODELS_DIR / model
@@ -192,7 +192,7 @@ def gate_table(
 
 
 def _probe(name: str) -> dict:
-    from induction.loading import load_model
+    from induction.models.loading import load_model
     from induction.zoo.probe import gates, probe
 
     result = probe(load_model(name, device="cpu", threads=1))

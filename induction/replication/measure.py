@@ -1,6 +1,6 @@
 """One model, measured with the workbench's public pipelines only (the same calls as the CLI):
 
-- scan: :func:`induction.scan.scan` (induction score per head; ``induction scan``);
+- scan: :func:`induction.scores.scan.scan` (induction score per head; ``induction scan``);
 - lineage: :func:`lineage.trace` on that scan (``induction lineage``), the source's "k of the
   12 strongest heads from m ancestors" (Kapl et al. 2025) and, for the heads the ablation
   removes, how concentrated their ancestry is against random head sets;
@@ -257,7 +257,7 @@ def _gate_columns(result) -> dict:
 def scan_model(ref: ModelRef, settings: Settings):
     """Load ``ref`` on the CPU and score its heads (``induction scan``): ``(loaded, scores)``."""
     from induction import load_model
-    from induction.scan import scan
+    from induction.scores.scan import scan
 
     loaded = load_model(ref.spec, device="cpu")
     scores = scan(

@@ -94,7 +94,7 @@ def discover(
     """
     wanted = None if seeds is None else {int(s) for s in seeds}
     if models_dir is None:
-        from induction.zoo.registry import zoo_models
+        from induction.models.registry import zoo_models
 
         names = [(n, n) for n in zoo_models()]
         families = FAMILIES if families is None else families

@@ -123,7 +123,7 @@ def _measure_in_worker(ref, settings, store_root, threads: int, code: str) -> Me
 
     import torch
 
-    from induction.loading import quiet_libraries
+    from induction.models.loading import quiet_libraries
 
     if threads:
         torch.set_num_threads(threads)

@@ -1,4 +1,4 @@
-"""Outputs (atomic, :mod:`induction.io`), reading them back, and the generated block of
+"""Outputs (atomic, :mod:`induction.store.io`), reading them back, and the generated block of
 ``docs/results.md`` between :data:`README_START` and :data:`README_END`."""
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def check_out_dir(out_dir: str | Path, refs, models_dir: str | Path | None) -> N
     """Refuse, before measuring, an ``--out-dir`` whose outputs (the tables, JSON and figure,
     the store in ``models/``) would land in a folder the run reads: a model's folder or
     ``--models-dir`` (docs/safety.md: no output over or inside an input)."""
-    from induction.io import check_outputs
-    from induction.specs import model_inputs
+    from induction.models.specs import model_inputs
+    from induction.store.io import check_outputs
 
     inputs = [p for ref in refs for p in model_inputs(ref.spec)]
     inputs += [Path(models_dir)] if models_dir is not None else []
@@ -63,8 +63,8 @@ def check_out_dir(out_dir: str | Path, refs, models_dir: str | Path | None) -> N
 
 def write_outputs(rep: Replication, out_dir: str | Path, png: bool = True) -> list[str]:
     """Write tables, JSON and the figure atomically; returns what was written (and notes)."""
-    from induction.io import write_json, write_table
-    from induction.plots import save_figure
+    from induction.figures.plots import save_figure
+    from induction.store.io import write_json, write_table
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -103,7 +103,7 @@ def load_results(out_dir: str | Path = DEFAULT_OUT) -> Replication | None:
     path = Path(out_dir) / "replication.json"
     if not path.is_file():
         return None
-    from induction.io import read_json
+    from induction.store.io import read_json
 
     data = read_json(path, "replication results")
     if not isinstance(data, dict) or not isinstance(data.get("models"), list):
@@ -305,7 +305,7 @@ def check_block(path: str | Path, start: str, end: str) -> str:
     it is unreadable or lacks the ``start`` ... ``end`` markers; scripts call it before hours
     of measuring, not after."""
     from induction.errors import InputError
-    from induction.io import read_text
+    from induction.store.io import read_text
 
     text = read_text(path, "Markdown file")
     if start not in text or end not in text:
@@ -316,7 +316,7 @@ def check_block(path: str | Path, start: str, end: str) -> str:
 def replace_block(path: str | Path, start: str, end: str, block: str) -> Path:
     """Replace ``start`` ... ``end`` (markers included) of the Markdown file ``path`` with
     ``block`` (atomic write); a file without both markers is refused."""
-    from induction.io import write_text
+    from induction.store.io import write_text
 
     text = check_block(path, start, end)
     head, rest = text.split(start, 1)

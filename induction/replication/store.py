@@ -19,7 +19,7 @@ A stored measurement is served only under the same key (:func:`measurement_key`)
   again before each store, so an edit during a run never stores old code's numbers under the
   new code's key.
 
-Every entry is sealed (:func:`induction.seals.seal_record`: a SHA-256 of its fields, checked
+Every entry is sealed (:func:`induction.store.seals.seal_record`: a SHA-256 of its fields, checked
 on every read): an entry that does not parse, has no seal or was edited is noted once on
 stderr and measured again. Anything else read back is ignored and measured again
 (docs/safety.md: a cache never serves results of inputs that changed).
@@ -39,13 +39,13 @@ from typing import Any
 import pandas as pd
 
 from induction.errors import InputError
-from induction.seals import SEAL, open_record, seal_record
+from induction.store.seals import SEAL, open_record, seal_record
 
 from .config import Settings
 from .measure import Measured
 
 #: Code that decides a measured row: the measuring module and every whole package it depends
-#: on (:func:`induction.fingerprint.code_packages`), except the presentation-only
+#: on (:func:`induction.store.fingerprint.code_packages`), except the presentation-only
 #: :data:`PRESENTATION` files.
 MEASURE_CODE = ("induction.replication.measure",)
 PRESENTATION = ("cli.py", "render.py")
@@ -60,9 +60,9 @@ SCORE_TOLERANCE = 1e-5
 def code_hash(modules: tuple[str, ...] = MEASURE_CODE) -> str:
     """Hash of what ``modules`` compute: each file's syntax tree with docstrings dropped, so
     rewording a docstring or comment or reformatting keeps the stored measurements, and any
-    change to the code itself does not (cf. :func:`induction.fingerprint.source_hash`, which
+    change to the code itself does not (cf. :func:`induction.store.fingerprint.source_hash`, which
     hashes the bytes)."""
-    from induction.fingerprint import module_sources, read_source
+    from induction.store.fingerprint import module_sources, read_source
 
     h = hashlib.sha256()
     for name, folder, f in module_sources(modules):
@@ -103,14 +103,15 @@ def measured_settings(settings: Settings) -> dict:
 
 def settings_hash(settings: Settings) -> str:
     """8 hex digits of :func:`measured_settings`."""
-    from induction.fingerprint import fingerprint
+    from induction.store.fingerprint import fingerprint
 
     return fingerprint(measured_settings(settings), length=8)
 
 
 def model_hash(loaded) -> str:
     """Every file of the model's folder (names and contents), else its loaded content."""
-    from induction.fingerprint import file_hash, loaded_model_hash
+    from induction.models.model_types import loaded_model_hash
+    from induction.store.fingerprint import file_hash
 
     folder = loaded.info.path
     if folder is None or not Path(folder).is_dir():
@@ -127,7 +128,7 @@ def measurement_key(loaded, settings: Settings, code: str) -> str:
     induction threshold and the code (``code`` is :func:`code_hash`'s). The scan's ranking is
     checked beside it, by :func:`same_ranking`."""
     from induction import INDUCTION_THRESHOLD
-    from induction.fingerprint import fingerprint
+    from induction.store.fingerprint import fingerprint
 
     return fingerprint(
         STORE_VERSION,
@@ -164,7 +165,7 @@ def same_ranking(stored: pd.DataFrame, fresh: pd.DataFrame) -> bool:
 
 
 class MeasurementStore:
-    """``root/<model>.json`` per measured model (atomic writes, :mod:`induction.io`)."""
+    """``root/<model>.json`` per measured model (atomic writes, :mod:`induction.store.io`)."""
 
     def __init__(self, root: str | Path):
         self.root = Path(root)
@@ -224,7 +225,7 @@ class MeasurementStore:
         return measured
 
     def put(self, name: str, settings: Settings, key: str, measured: Measured) -> Path:
-        from induction.io import write_json
+        from induction.store.io import write_json
 
         self.root.mkdir(parents=True, exist_ok=True)
         payload = {"key": key, "model": name, **to_payload(measured)}
@@ -233,10 +234,10 @@ class MeasurementStore:
 
 def _open(path: Path, key: str) -> dict | None:
     """A stored entry's fields when it is stored under ``key`` and its seal holds
-    (:func:`induction.seals.open_record`), else None: silently for an entry of other inputs
+    (:func:`induction.store.seals.open_record`), else None: silently for an entry of other inputs
     (stale), after one note on stderr for one that does not parse, has no seal or was edited
     (docs/safety.md: a store never serves a damaged entry)."""
-    from induction.seals import MISMATCH, MISSING, note_damaged
+    from induction.store.seals import MISMATCH, MISSING, note_damaged
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -44,8 +44,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from induction.layers import decoder_layers
-from induction.looped import LoopPlan, tie_layers, untie_to_stored
+from induction.models.layers import decoder_layers
+from induction.models.looped import LoopPlan, tie_layers, untie_to_stored
 from induction.training.model import (
     build_model,
     induction_head_scores,

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from induction.prompts import PromptLayout
+from induction.scores.prompts import PromptLayout
 from induction.zoo import vocab as V
 
 
@@ -75,7 +75,7 @@ def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999
     """``[layer, head]`` stripe scores on ``[BOS] + r + r`` with ``len(r) = distance`` (see
     docs/research.md "Induction scores"). A light monitor on the training model itself (a
     ``LlamaForCausalLM``, no bridge, one batch) for the logs and the first zoo's growth
-    trigger; the detector that results are read from is :mod:`induction.scan`."""
+    trigger; the detector that results are read from is :mod:`induction.scores.scan`."""
     rng = np.random.default_rng(seed)
     r = np.stack(
         [

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from induction.errors import InputError
-from induction.layers import decoder_layers
+from induction.models.layers import decoder_layers
 from induction.training.protocol import (
     CHECKPOINTS,
     TRAIN_CONFIG,

@@ -46,9 +46,9 @@ import numpy as np
 import torch
 
 from induction.errors import InputError, LineageError, one_line
-from induction.io import disk_full
-from induction.layers import decoder_layers
-from induction.looped import LoopPlan, tie_layers, untie_to_stored
+from induction.models.layers import decoder_layers
+from induction.models.looped import LoopPlan, tie_layers, untie_to_stored
+from induction.store.io import disk_full
 from induction.training.model import build_model, induction_head_scores, matmul_flops_per_token
 from induction.zoo import corpus as C
 from induction.zoo import vocab as V
@@ -517,7 +517,7 @@ def read_run_config(out: Path) -> FixedTrainConfig:
     """The config a run folder recorded, checked whole before any work: a JSON object with
     every field (a resume never fills a deleted value with a default), each of its type and
     range; ``checkpoints`` must be a folder. One :class:`InputError` line otherwise."""
-    from induction.io import read_json
+    from induction.store.io import read_json
 
     path = out / TRAIN_CONFIG
     data = read_json(path, "training config")
@@ -1142,7 +1142,7 @@ def _check_state(state, cfg: FixedTrainConfig, folder: Path, bad: str, fix: str)
         )
     card = folder / "card.json"  # a checkpoint (not a bare state) names its run
     if card.is_file():
-        from induction.io import read_json
+        from induction.store.io import read_json
 
         of = read_json(card, "checkpoint card")
         of = of.get("checkpoint_of") if isinstance(of, dict) else None

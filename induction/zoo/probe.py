@@ -127,7 +127,7 @@ def _varassign_batch(rng: np.random.Generator, n_seq: int, seq_len: int):
 
 def probe(model, n_seq: int = 64, seq_len: int = 96, seed: int = 0) -> ProbeResult:
     """In-context lookup and variable assignment accuracy of ``model`` (an HF causal LM or a
-    :class:`~induction.loading.LoadedModel` of the zoo vocabulary) on fresh content."""
+    :class:`~induction.models.loading.LoadedModel` of the zoo vocabulary) on fresh content."""
     rng = np.random.default_rng([PROBE_STREAM, seed])
     ids, marks = _lookup_batch(rng, n_seq, seq_len)
     pred = _logits(model, ids).argmax(-1).numpy()

@@ -14,7 +14,7 @@ from ablation.tasks.base import GenItem, GenTask
 def models(tiny_llama_dir):
     from transformers import LlamaForCausalLM
 
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(str(tiny_llama_dir), device="cpu")
     raw = LlamaForCausalLM.from_pretrained(str(tiny_llama_dir)).eval()

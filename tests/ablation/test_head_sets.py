@@ -15,7 +15,7 @@ from ablation.pipeline import ablate
 from ablation.run import compute_scores
 from ablation.tasks import load_suite
 from induction.errors import InputError
-from induction.loading import load_model
+from induction.models.loading import load_model
 
 ZOO = "grown8c-s0"
 TOL = 1e-5

@@ -80,7 +80,7 @@ class _Req:
 
 @pytest.fixture(scope="module")
 def tiny(tiny_llama_dir):
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     return load_model(str(tiny_llama_dir), device="cpu")
 
@@ -386,7 +386,7 @@ def test_smollm2_english_tasks_and_user_jsonl_equivalence(smollm2_folder, tmp_pa
     needs_lm_eval()
     from ablation import ablate as api_ablate
     from ablation.run import compute_scores
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(str(smollm2_folder), device="cpu")
     common = dict(n_items=8, controls=1, frac=0.05, cache=False, batch=8)

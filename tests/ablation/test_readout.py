@@ -11,7 +11,7 @@ from ablation import readout as R
 from ablation.engine import Engine
 from ablation.hooks import HeadAblation, ablate_heads
 from ablation.tasks.base import GenItem, GenTask
-from induction.loading import load_model
+from induction.models.loading import load_model
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from ablation.render import (
     print_table,
     report_figure,
 )
-from induction.plots import save_figure
+from induction.figures.plots import save_figure
 
 
 def _row(task, metric, drop, control=False, group="g"):

@@ -12,7 +12,7 @@ from ablation.results import EvalResult, TaskResults
 from ablation.run import HeadPlan, RunResult, plan_heads
 from ablation.tasks.base import DistItem, DistTask, GenItem, GenTask
 from induction.errors import InputError
-from induction.looped import LoopPlan
+from induction.models.looped import LoopPlan
 
 
 def fake_loaded(n_layers, n_heads, loop_plan=None):
@@ -116,19 +116,19 @@ def test_report_averages_prompt_seeds():
 def test_the_resume_cache_key_covers_every_module_the_engine_computes_with():
     """Each ``ablation`` module the engine imports, and the KV cache it decodes and reads the
     readouts on, decides the numbers it caches, so the whole package holding it is part of
-    the cache key (:func:`induction.fingerprint.code_packages` of ``CODE_MODULES``): a change
+    the cache key (:func:`induction.store.fingerprint.code_packages` of ``CODE_MODULES``): a change
     there never serves stale results."""
     import ast
     from pathlib import Path
 
     import ablation.engine
     from ablation.run import CODE_MODULES
-    from induction.fingerprint import code_packages
+    from induction.store.fingerprint import code_packages
 
     tree = ast.parse(Path(ablation.engine.__file__).read_text())
     imported = set()
     for node in ast.walk(tree):
-        computes = ("ablation", "induction.kv_cache")
+        computes = ("ablation", "induction.models.kv_cache")
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(computes):
             imported.add(node.module)
     packages = set(code_packages(tuple(CODE_MODULES)))

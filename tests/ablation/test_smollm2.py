@@ -17,7 +17,7 @@ def test_smollm2_words_subset():
     from ablation.report import build_report
     from ablation.run import plan_heads, run_ablation
     from ablation.tasks import load_suite
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model("smollm2", device="cpu")
     tasks = load_suite("words", n_items=8, shots=5, seed=0,

@@ -5,7 +5,7 @@ import pytest
 from ablation.selection import parse_heads as ablation_heads
 from induction.errors import InputError
 from induction.heads import Head, head_label, heads_label, parse_heads
-from induction.views import parse_heads as view_heads
+from induction.scores.views import parse_heads as view_heads
 
 
 def test_head_spelling_parsing_and_order():

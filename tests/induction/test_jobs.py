@@ -7,12 +7,12 @@ from induction.circuits.effects import EffectsConfig, EffectsResult, head_effect
 from induction.circuits.finder import CircuitResult, CircuitsConfig
 from induction.circuits.fv import FVConfig, FVResult, fv_scores
 from induction.circuits.job import induction_circuits
-from induction.depth import DepthAngles
 from induction.dynamics.sweep import SweepReport
 from induction.errors import InputError
 from induction.jobs import Result, job_config
-from induction.loading import load_model
-from induction.scan import ScanConfig, ScanResult, scan
+from induction.models.loading import load_model
+from induction.scores.depth import DepthAngles
+from induction.scores.scan import ScanConfig, ScanResult, scan
 from lineage.api import TraceResult
 
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from induction.commands.main import app
 from induction.errors import InputError, ModelLoadError
-from induction.io import check_outputs, claim_output, write_table, write_text, wrote
-from induction.specs import model_inputs
+from induction.models.specs import model_inputs
+from induction.store.io import check_outputs, claim_output, write_table, write_text, wrote
 
 runner = CliRunner()
 
@@ -42,7 +42,7 @@ def _poisoned(tiny_llama_dir, tmp_path, looped: bool):
     with open(folder / "pytorch_model.bin", "wb") as fh:
         pickle.dump({"model.embed_tokens.weight": _Evil(marker)}, fh)
     if looped:
-        from induction.looped import LoopPlan
+        from induction.models.looped import LoopPlan
 
         LoopPlan(block=2, loops=2).save(folder)
     return folder, marker
@@ -50,7 +50,7 @@ def _poisoned(tiny_llama_dir, tmp_path, looped: bool):
 
 @pytest.mark.parametrize("looped", [False, True])
 def test_pickle_beside_safetensors_is_never_loaded(tiny_llama_dir, tmp_path, looped):
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     folder, marker = _poisoned(tiny_llama_dir, tmp_path, looped)
     with pytest.raises(ModelLoadError) as err:
@@ -140,7 +140,7 @@ def test_lineage_refuses_its_score_table(grown_copy, tmp_path, one_line_error):
 
 @pytest.fixture
 def grown_copy(tmp_path):
-    from induction.zoo import registry
+    from induction.models import registry
 
     folder = tmp_path / "grown"
     shutil.copytree(registry.zoo_path("grown"), folder)
@@ -182,7 +182,7 @@ def test_claim_held_by_another_process(tmp_path, one_line_error):
         [
             sys.executable,
             "-c",
-            "import sys, time; from induction.io import claim_output\n"
+            "import sys, time; from induction.store.io import claim_output\n"
             f"with claim_output({str(out)!r}):\n"
             "    print('held', flush=True); time.sleep(30)",
         ],
@@ -257,8 +257,8 @@ def test_interrupted_folder_swap_is_restored(tmp_path, capsys):
 
 def test_fingerprint_covers_config(tiny_llama_dir, tmp_path, monkeypatch):
     from ablation.run import default_cache_path
-    from induction.fingerprint import cache_root
-    from induction.loading import load_model
+    from induction.models.loading import load_model
+    from induction.store.fingerprint import cache_root
 
     monkeypatch.setenv("INDUCTION_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "m"
@@ -277,7 +277,7 @@ def test_fingerprint_covers_config(tiny_llama_dir, tmp_path, monkeypatch):
 def test_file_hash_is_content_not_mtime(tmp_path, monkeypatch):
     import os
 
-    from induction.fingerprint import file_hash
+    from induction.store.fingerprint import file_hash
 
     monkeypatch.setenv("INDUCTION_CACHE", str(tmp_path / "cache"))
     f = tmp_path / "w.bin"
@@ -329,7 +329,7 @@ def test_zoo_train_refuses_before_training(tmp_path, one_line_error):
     result = runner.invoke(app, ["zoo", "train", "dense", "--out", str(out)])
     assert result.exit_code == 2 and "already exists" in result.stderr
     assert not stale.exists() and (out / "keep.txt").read_text() == "mine"
-    from induction.zoo import registry
+    from induction.models import registry
 
     inside = registry.MODELS_DIR / "dense-s0" / "new"
     result = runner.invoke(app, ["zoo", "train", "dense", "--out", str(inside)])

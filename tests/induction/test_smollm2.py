@@ -23,7 +23,7 @@ PROMPT = "The capital of France is"
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     start = time.monotonic()
     loaded = load_model("smollm2", device="cpu")
@@ -55,7 +55,7 @@ def test_greedy_continuation_is_sensible(smollm2):
 def test_bridge_logits_equal_raw_transformers(smollm2):
     from transformers import AutoModelForCausalLM
 
-    from induction.loading import packaged_gguf
+    from induction.models.loading import packaged_gguf
 
     loaded, _ = smollm2
     gguf = packaged_gguf("smollm2")
@@ -71,7 +71,7 @@ def test_bridge_logits_equal_raw_transformers(smollm2):
 
 
 def test_cached_load_is_fast(smollm2):
-    from induction.loading import gguf_checkpoint, load_model, packaged_gguf
+    from induction.models.loading import gguf_checkpoint, load_model, packaged_gguf
 
     folder = gguf_checkpoint(packaged_gguf("smollm2"))
     assert (folder / "complete.json").is_file() and (folder / "model.safetensors").is_file()

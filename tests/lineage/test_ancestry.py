@@ -11,8 +11,8 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from induction.errors import LineageError
-from induction.layers import decoder_layers
-from induction.looped import LoopPlan
+from induction.models.layers import decoder_layers
+from induction.models.looped import LoopPlan
 from lineage.ancestry import Lineage, head_ancestry
 from lineage.growth import duplicate_layers
 from lineage.log import DuplicationLog
@@ -190,7 +190,7 @@ def test_bad_requests_are_one_line_errors(kwargs, message):
 
 
 def zoo_grown() -> list[str]:
-    from induction.zoo import registry
+    from induction.models import registry
 
     return [n for n in registry.zoo_models() if n.startswith("grown-")]
 
@@ -200,7 +200,7 @@ def zoo_grown() -> list[str]:
 def test_zoo_grown_ancestry_matches_replay_of_its_log(name):
     import json
 
-    from induction.zoo import registry
+    from induction.models import registry
     from lineage.graph import lineage_graph, roots_of
 
     folder = registry.zoo_path(name)

@@ -70,7 +70,7 @@ def test_render_prints_the_tables(result):
 def test_a_fixed_protocol_run_ships_its_pre_growth_network():
     """lidas8's pre-growth network is ``checkpoints/step-1000-pre`` (not ``initial/``); the
     trace finds it and scores the ancestors on it."""
-    from induction.zoo.registry import zoo_path
+    from induction.models.registry import zoo_path
     from lineage.api import shipped_stage
 
     folder = zoo_path("lidas8-s0")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from induction.errors import InputError
-from induction.looped import LoopPlan
+from induction.models.looped import LoopPlan
 from lineage.ancestry import head_ancestry
 from lineage.export import dot_text, export_graph, read_node_link
 from lineage.graph import lineage_graph, node_id, roots_of
@@ -203,7 +203,7 @@ def test_html_figure_spreads_a_layers_heads_and_names_the_outline():
 
 
 def test_ancestry_figure_puts_layer_0_on_top_like_the_scan_heatmap():
-    from induction import plots
+    from induction.figures import plots
     from lineage.export import figure
 
     g, _ = scored_graph()

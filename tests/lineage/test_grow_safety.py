@@ -91,7 +91,7 @@ def test_large_output_needs_yes(grown_dir, tmp_path, monkeypatch, one_line_error
     if how == "env":
         monkeypatch.setenv("INDUCTION_LARGE_OUTPUT", "1000")
     else:
-        monkeypatch.setattr("induction.io.LARGE_OUTPUT_BYTES", 1000)
+        monkeypatch.setattr("induction.store.io.LARGE_OUTPUT_BYTES", 1000)
     config = tmp_path / "stack.yaml"
     slices = [{"sources": [{"model": "m", "layer_range": [0, 8]}]}] * 3
     config.write_text(yaml.safe_dump({"merge_method": "passthrough", "slices": slices}))
@@ -106,7 +106,7 @@ def test_large_output_needs_yes(grown_dir, tmp_path, monkeypatch, one_line_error
 def test_output_larger_than_free_space_is_refused(grown_dir, tmp_path):
     import shutil
 
-    from induction.io import check_output_size
+    from induction.store.io import check_output_size
 
     free = shutil.disk_usage(tmp_path).free
     with pytest.raises(InputError, match="free"):
@@ -119,7 +119,7 @@ def test_a_large_model_asks_only_when_it_would_fill_most_of_the_disk(tmp_path):
     more than half the free space needs --yes."""
     import shutil
 
-    from induction.io import check_output_size
+    from induction.store.io import check_output_size
 
     free = shutil.disk_usage(tmp_path).free
     check_output_size(tmp_path / "x", int(free * 0.4), confirmed=False)

@@ -7,7 +7,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from induction.errors import InputError
-from induction.layers import decoder_layers
+from induction.models.layers import decoder_layers
 from lineage.growth import duplicate_layers, grow, lidas_span, midas_span
 from lineage.log import DuplicationLog
 

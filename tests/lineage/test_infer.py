@@ -113,7 +113,7 @@ def test_head_similarity_respects_head_index():
 
 
 def zoo_grown() -> list[str]:
-    from induction.zoo import registry
+    from induction.models import registry
 
     return [n for n in registry.zoo_models() if n.startswith("grown-")]
 
@@ -121,7 +121,7 @@ def zoo_grown() -> list[str]:
 @pytest.mark.skipif(not zoo_grown(), reason="no grown zoo models shipped yet")
 @pytest.mark.parametrize("name", zoo_grown() or ["none"])
 def test_agrees_with_the_log_of_trained_zoo_models(name):
-    from induction.zoo import registry
+    from induction.models import registry
 
     folder = registry.zoo_path(name)
     log = DuplicationLog.load(folder / "duplication_log.json")

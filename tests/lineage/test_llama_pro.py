@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from induction.commands.main import app
 from induction.errors import InputError, LineageError
-from induction.layers import decoder_layers
+from induction.models.layers import decoder_layers
 from lineage.checkpoint import grow_checkpoint
 from lineage.growth import grow, llama_pro, llama_pro_order, output_projection_names
 from lineage.log import DuplicationLog
@@ -112,7 +112,7 @@ def test_checkpoint_growth_of_a_zoo_model_keeps_logits(tmp_path):
     event = log.events[-1]
     assert event.operator == "llama-pro" and event.zeroed == [4, 9]
     assert [p for [(p, _)] in event.layer_map] == [0, 1, 2, 3, 3, 4, 5, 6, 7, 7]
-    from induction.zoo.registry import zoo_path
+    from induction.models.registry import zoo_path
 
     ref = AutoModelForCausalLM.from_pretrained(str(zoo_path("dense-s0"))).eval()
     got = AutoModelForCausalLM.from_pretrained(str(tmp_path / "pro")).eval()

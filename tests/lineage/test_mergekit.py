@@ -86,7 +86,7 @@ def test_solar_style_stack_on_a_checkpoint(tiny_llama_factory, tmp_path):
     assert (tmp_path / "out/tokenizer.json").is_file()
     assert DuplicationLog.load(tmp_path / "out") == log
 
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     loaded = load_model(str(tmp_path / "out"), device="cpu")
     assert loaded.info.n_layers == 12 and duplication_log(loaded) == log
@@ -218,14 +218,14 @@ def test_bad_yaml_file(tmp_path):
 
 
 def zoo_grown() -> list[str]:
-    from induction.zoo import registry
+    from induction.models import registry
 
     return [n for n in registry.zoo_models() if n.startswith("grown-")]
 
 
 @pytest.mark.skipif(not zoo_grown(), reason="no grown zoo models shipped yet")
 def test_solar_style_stack_on_a_zoo_model(tmp_path):
-    from induction.zoo import registry
+    from induction.models import registry
 
     src = registry.zoo_path(zoo_grown()[0])
     depth = read_checkpoint(src).depth

@@ -16,7 +16,7 @@ from induction.circuits.effects import ablate_each_head, setup
 from induction.circuits.finder import find_circuits
 from induction.circuits.fv import Batch, cie_batched, mean_activations
 from induction.circuits.patching import Replacement, clean_pass, run_rows
-from induction.loading import load_model
+from induction.models.loading import load_model
 
 FAMILIES = ["llama", "gemma2", "gemma3", "qwen2", "qwen3", "mistral", "gpt2", "gpt_neox", "phi"]
 MIXED = ["gemma2", "gemma3", "qwen2"]  # sliding and global layers in one stack

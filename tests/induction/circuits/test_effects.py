@@ -18,7 +18,7 @@ from induction.circuits.patching import clean_pass, make_replacement
 @pytest.fixture(scope="module")
 def grown_setup():
     torch.set_num_threads(1)
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     s = setup(load_model("grown"), batch=3, seeds=1, seq_len=12)
     clean = clean_pass(s.v, s.tokens, s.logits_at, s.targets)
@@ -44,7 +44,7 @@ def test_resample_uses_other_prompts(grown_setup):
 
 def test_atp_correlates_with_ablation(tiny_llama_dir):
     torch.set_num_threads(1)
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     s = setup(load_model(str(tiny_llama_dir)), batch=4, seeds=1, seq_len=8)
     clean = clean_pass(s.v, s.tokens, s.logits_at, s.targets)
@@ -73,7 +73,7 @@ def test_plot_colour_bars_apart_with_units_and_layer_0_on_top(tmp_path):
     import pandas as pd
 
     from induction.circuits.effects import EffectsResult
-    from induction.plots import heatmap, save_figure
+    from induction.figures.plots import heatmap, save_figure
 
     L, H = 3, 4
     g = torch.Generator().manual_seed(0)

@@ -6,7 +6,7 @@ import torch
 
 from ablation.tasks.base import Example
 from induction.circuits import fv
-from induction.loading import load_model
+from induction.models.loading import load_model
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,13 @@ def smollm2(smollm2_folder):
     import torch
 
     torch.set_num_threads(1)
-    from induction.loading import load_model
+    from induction.models.loading import load_model
 
     return load_model(str(smollm2_folder))
 
 
 def test_gqa_weights_expand_to_query_heads(smollm2):
-    from induction.composition import head_weights
+    from induction.scores.composition import head_weights
 
     w = head_weights(smollm2)
     assert w.n_kv_heads == 3 and w.W_K.shape[:2] == (30, 9) and w.gains_folded

@@ -21,7 +21,7 @@ from induction.commands.scan import scan
 from induction.config_fields import CLI_DEFAULT, flags_of, option, option_fields, parse_seeds
 from induction.dynamics.sweep import SweepSettings
 from induction.errors import InputError
-from induction.score_names import ScanConfig, parse_token_range
+from induction.scores.score_names import ScanConfig, parse_token_range
 from lineage.api import TraceConfig
 
 

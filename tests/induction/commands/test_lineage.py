@@ -263,7 +263,7 @@ def test_console_script_bad_log_one_line(grown_dir, scores_csv, tmp_path):
 
 
 def test_looped_checkpoint_passes_map_to_the_block(tiny_llama_factory, tmp_path, one_line_error):
-    from induction.looped import LoopPlan
+    from induction.models.looped import LoopPlan
 
     folder = tiny_llama_factory(tmp_path / "looped", n_layers=2)
     LoopPlan(block=2, loops=3).save(folder)
@@ -277,7 +277,7 @@ def test_looped_checkpoint_passes_map_to_the_block(tiny_llama_factory, tmp_path,
 
 
 def zoo_grown() -> list[str]:
-    from induction.zoo import registry
+    from induction.models import registry
 
     return [n for n in registry.zoo_models() if n.startswith("grown-")]
 
@@ -287,7 +287,7 @@ def zoo_grown() -> list[str]:
 def test_zoo_grown_top12_summary_printed_and_exported(name, tmp_path):
     """Done-when: the top-12 summary of each grown zoo model is printed and exported, and the
     ancestors are those of an independent replay of its log."""
-    from induction.zoo import registry
+    from induction.models import registry
 
     html, graphml = tmp_path / "g.html", tmp_path / "g.graphml"
     result = run(

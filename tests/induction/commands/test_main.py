@@ -26,7 +26,7 @@ def test_models_lists_zoo_and_spec_kinds():
     import re
 
     from induction import zoo_models
-    from induction.zoo.registry import (
+    from induction.models.registry import (
         FIRST_ZOO,
         FIXED_PROTOCOL,
         FV_ZOO,

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from induction.commands.main import app
-from induction.zoo import registry
+from induction.models import registry
 
 runner = CliRunner()
 
@@ -38,7 +38,7 @@ def test_scan_writes_table_figures_and_prints_top_heads(tiny_llama_dir, tmp_path
 
 def test_bar_chart_title_follows_top(tiny_llama_dir, tmp_path, monkeypatch):
     """--bar draws the --top heads and its title says so (it drew the default 20, or all)."""
-    from induction import plots
+    from induction.figures import plots
 
     drawn, save = [], plots.save_figure
     monkeypatch.setattr(plots, "save_figure", lambda fig, to: drawn.append(fig) or save(fig, to))
@@ -93,7 +93,7 @@ def test_png_is_a_real_png_without_kaleido(tiny_llama_dir, tmp_path):
 
 
 def test_png_that_cannot_be_drawn_exits_2_and_writes_nothing(tiny_llama_dir, tmp_path, monkeypatch):
-    from induction import plots
+    from induction.figures import plots
 
     monkeypatch.setattr(plots, "png_bytes", lambda fig, scale=2: (None, "no renderer"))
     out, png, bar = tmp_path / "s.csv", tmp_path / "h.png", tmp_path / "b.html"
@@ -151,12 +151,12 @@ def test_output_equal_to_an_input_is_refused(tiny_llama_dir, tmp_path, one_line_
 
 def test_output_suffix_is_refused_before_the_model_loads(tmp_path, monkeypatch, one_line_error):
     """``scan lidas8 --out x.txt`` fails at once, not after loading the model."""
-    import induction.loading
+    import induction.models.loading
 
     def no_load(*args, **kwargs):
         raise AssertionError("loaded")
 
-    monkeypatch.setattr(induction.loading, "load_model", no_load)
+    monkeypatch.setattr(induction.models.loading, "load_model", no_load)
     one_line_error(scan("lidas8", "--out", tmp_path / "x.txt"), "--out", "unknown suffix '.txt'")
     one_line_error(scan("lidas8", "--plot", tmp_path / "x.svg"), "--plot", "unknown suffix")
 

@@ -62,11 +62,13 @@ def test_sweep_writes_the_dataset_and_a_rerun_does_no_work(
     assert len(ind) == 8 * 8 and ind["layer"].notna().all()
     assert df[df.score == "loss_drop"]["layer"].isna().all()
 
-    import induction.scan
+    import induction.scores.scan
 
     calls = []
-    real = induction.scan.scan
-    monkeypatch.setattr(induction.scan, "scan", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = induction.scores.scan.scan
+    monkeypatch.setattr(
+        induction.scores.scan, "scan", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
     report = sweep([str(tiny_run)], reference, settings=FAST, progress=False)
     assert (report.done, report.computed, calls) == (5, 0, [])
     # the same content under another label is copied, not recomputed
@@ -268,7 +270,7 @@ def test_a_sweep_report_is_a_job_result(tiny_run, reference, tmp_path):
     report meets the result protocol (to_frame / save / plot) through the output guard."""
     from induction.errors import InputError
     from induction.jobs import Result
-    from induction.scan import ScanConfig
+    from induction.scores.scan import ScanConfig
 
     # the config positionally, overrides as keywords: the same settings as FAST, so no work
     config = SweepSettings(ScanConfig(scores=FAST.scan.scores, seeds=1, batch=4), device="cpu")

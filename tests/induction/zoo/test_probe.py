@@ -3,7 +3,7 @@ shipped zoo: dense8-s4 looks up fresh maps but answers variable assignment by po
 
 import pytest
 
-from induction.loading import load_model
+from induction.models.loading import load_model
 from induction.zoo.probe import gates, probe
 
 

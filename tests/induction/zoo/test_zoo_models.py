@@ -4,9 +4,8 @@ import pytest
 import torch
 
 from induction import load_model
-from induction.looped import LoopPlan
-from induction.scan import induction_scores
-from induction.zoo.registry import (
+from induction.models.looped import LoopPlan
+from induction.models.registry import (
     FIRST_ZOO,
     FIXED_PROTOCOL,
     FV_ZOO,
@@ -16,6 +15,7 @@ from induction.zoo.registry import (
     zoo_models,
     zoo_path,
 )
+from induction.scores.scan import induction_scores
 from lineage.log import duplication_log
 
 SHIPPED = zoo_models()
@@ -84,7 +84,7 @@ def test_grown_log_resolves_every_layer(name):
 def test_looped_model_unrolls_with_one_hook_call_per_layer(name):
     from transformers import AutoModelForCausalLM
 
-    from induction.looped import tie_layers
+    from induction.models.looped import tie_layers
 
     loaded = load_model(name, device="cpu")
     plan = LoopPlan.load(zoo_path(name))

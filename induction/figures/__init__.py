@@ -1,0 +1,1 @@
+"""Figures: plotly figures of score tables and attention patterns, and their static PNGs."""

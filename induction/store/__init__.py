@@ -1,0 +1,1 @@
+"""Files and caches: atomic writes, claimed outputs, content fingerprints and seals."""
