@@ -32,7 +32,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 MODES = ("bar", "lines", "off")
 #: Lines mode: a line whenever this share of the task is newly done ...
@@ -176,7 +176,7 @@ class _LinePhase:
                 print(f"{self.label} ...", file=self.stream, flush=True)
                 self._said = True
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:  # never swallows an exception
         if self._timer is not None:
             self._timer.cancel()
         with self._lock:  # after this no line of the timer's can appear
@@ -274,7 +274,7 @@ class Progress:
         else:
             yield
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> Literal[False]:  # never swallows an exception
         if self._bar is not None:
             self._bar.__exit__(*exc)
             self._bar = None

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from induction.config_fields import (
     DEVICE_HELP,
@@ -36,6 +36,7 @@ from lineage.log import DuplicationLog, duplication_log, folder_log
 if TYPE_CHECKING:
     from induction.models.checkpoint import ConfigFacts
     from induction.models.loading import LoadedModel
+    from induction.models.looped import LoopPlan
     from induction.models.specs import ModelLike, ModelSpec
 
 
@@ -63,15 +64,22 @@ class TracedModel:
     @property
     def n_layers(self) -> int:
         """Layers the model runs (unrolled for looped models)."""
-        return self.config.n_layers if self.config is not None else self.loaded.info.n_layers
+        return self.config.n_layers if self.config is not None else self._loaded().info.n_layers
 
     @property
     def n_heads(self) -> int:
-        return self.config.n_heads if self.config is not None else self.loaded.info.n_heads
+        if self.config is not None and self.config.n_heads is not None:
+            return self.config.n_heads
+        return self._loaded().info.n_heads
 
     @property
-    def loop_plan(self):
-        return self.config.loop_plan if self.config is not None else self.loaded.loop_plan
+    def loop_plan(self) -> LoopPlan | None:
+        return self.config.loop_plan if self.config is not None else self._loaded().loop_plan
+
+    def _loaded(self) -> LoadedModel:
+        """The loaded model of a trace without config facts (:func:`traced_model` loads it)."""
+        assert self.loaded is not None  # no config facts: traced_model loaded the model
+        return self.loaded
 
     @property
     def stored_layers(self) -> int:
@@ -99,13 +107,14 @@ def traced_model(model: Any, device="auto", dtype=None, trust_remote_code=False)
     from induction.models.specs import is_loaded_model, resolve_spec
 
     spec = resolve_spec(model)
-    if spec.kind in ("zoo", "folder"):
+    folder = spec.folder if spec.kind in ("zoo", "folder") else None  # their path
+    if folder is not None:
         from induction.models.checkpoint import read_config_facts
 
-        config = read_config_facts(spec.path)
+        config = read_config_facts(folder)
         if config.n_heads is None:
-            raise InputError(f"{spec.path / 'config.json'} gives no attention head count")
-        return TracedModel(spec, config, folder_log(spec.path, config.depth))
+            raise InputError(f"{folder / 'config.json'} gives no attention head count")
+        return TracedModel(spec, config, folder_log(folder, config.depth))
     traced = TracedModel(spec, None, None, spec.obj if is_loaded_model(spec.obj) else None)
     loaded = traced.load(device, dtype, trust_remote_code)
     traced.log = duplication_log(loaded)
@@ -220,6 +229,11 @@ class TraceConfig:
     @property
     def export_paths(self) -> list[Path]:
         return [Path(p) for p in (self.export or [])]
+
+    @property
+    def input_paths(self) -> list[Path]:
+        """The log and score tables given as files (what a trace reads besides the model)."""
+        return [Path(v) for v in (self.log, self.scores, self.initial_scores) if _is_path(v)]
 
     @property
     def load_options(self) -> dict:
@@ -342,8 +356,7 @@ def trace_inputs(traced: TracedModel, cfg: TraceConfig) -> tuple[Path, ...]:
     """What a trace reads: the model's folder, and the log and score tables it was given."""
     from induction.models.specs import inputs_of
 
-    paths = [Path(v) for v in (cfg.log, cfg.scores, cfg.initial_scores) if _is_path(v)]
-    return inputs_of(traced, *paths)
+    return inputs_of(traced, *cfg.input_paths)
 
 
 def refuse_overwrites(traced: TracedModel, cfg: TraceConfig) -> None:
@@ -491,7 +504,7 @@ def write_outputs(result: TraceResult, cfg: TraceConfig) -> None:
         result.written.append(result.plot(p))
 
 
-def _is_path(value: Any) -> bool:
+def _is_path(value: object) -> TypeGuard[str | os.PathLike[str]]:
     return isinstance(value, str | os.PathLike)
 
 

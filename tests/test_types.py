@@ -14,9 +14,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Packages that type-check clean and must stay in the checked set (the rest follow, #43).
-CLEAN = ["induction", "lineage", "induction/dynamics", "induction/replication"]
-#: The files still left out inside them (being edited elsewhere), at most these.
-LEFT_OUT = {"lineage/api.py"}
+CLEAN = [
+    "induction",
+    "lineage",
+    "lineage/api.py",
+    "induction/circuits",
+    "induction/commands",
+    "induction/dynamics",
+    "induction/replication",
+]
+#: The files still left out of lineage/ (being edited elsewhere), at most these: none now.
+LEFT_OUT: set[str] = set()
 
 
 def test_the_clean_packages_stay_in_the_checked_set():

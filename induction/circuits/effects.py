@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from induction.models.model_types import LoadedModel, ModelInfo
+    from ablation.config import AblationMode
+    from induction.models.model_types import ModelInfo
     from induction.models.specs import ModelLike
 
 import time
@@ -54,6 +55,7 @@ from induction.circuits.patching import (
 )
 from induction.errors import InputError
 from induction.jobs import job_config
+from induction.models.model_types import LoadedModel
 from induction.models.specs import inputs_of
 from induction.store.io import guards_inputs
 
@@ -69,10 +71,17 @@ class Setup:
     logits_at: torch.Tensor  # positions whose next token is scored
     targets: torch.Tensor  # [B, P]
     prompts: Any
-    loaded: LoadedModel | None = None
+    loaded: LoadedModel
 
 
-def setup(model: ModelLike, *, seq_len=None, batch: int = 8, seeds=1, loaded=None) -> Setup:
+def setup(
+    model: ModelLike,
+    *,
+    seq_len: int | None = None,
+    batch: int = 8,
+    seeds: int | Sequence[int] = 1,
+    loaded: LoadedModel | None = None,
+) -> Setup:
     """Load (if a spec) and build the scan's repeated-token prompts (all seeds stacked)."""
     from induction.scores.prompts import make_prompts
 
@@ -81,11 +90,11 @@ def setup(model: ModelLike, *, seq_len=None, batch: int = 8, seeds=1, loaded=Non
             from induction.models.loading import load_model
 
             loaded = load_model(str(model))
-        else:
+        elif isinstance(model, LoadedModel):
             loaded = model
-    info = getattr(loaded, "info", None)
-    if info is None:
-        raise InputError("circuits needs a LoadedModel (induction.load_model) or a model spec")
+        else:
+            raise InputError("circuits needs a LoadedModel (induction.load_model) or a model spec")
+    info = loaded.info
     v = view(loaded)
     tok = getattr(v.bridge, "tokenizer", None)
     prompts = make_prompts(
@@ -154,7 +163,9 @@ def ablate_each_head(
     return out
 
 
-def ablate_loop(s: Setup, heads: Sequence[Head], mode: str = "zero", means=None) -> torch.Tensor:
+def ablate_loop(
+    s: Setup, heads: Sequence[Head], mode: AblationMode = "zero", means=None
+) -> torch.Tensor:
     """The reference: one ablated forward per head (``ablation.hooks.ablate_heads``), full
     logits. ``[len(heads), B]``. Used by the tests and the benchmark's baseline."""
     from ablation.hooks import HeadMeans, ablate_heads
@@ -302,7 +313,7 @@ class EffectsResult:
         colour bar, beside it, titled with its unit. Saved if a path (.html, or .png:
         :func:`induction.figures.plots.save_figure`; InputError when no PNG can be made)."""
         import plotly.graph_objects as go
-        from plotly.subplots import make_subplots
+        from plotly.subplots import SubplotXY, make_subplots
 
         panels = [("ablation effect", self.effect, "Δ loss (nats)")]
         if self.atp is not None:
@@ -317,7 +328,9 @@ class EffectsResult:
         layers = [str(i) for i in range(n_layers)]
         heads = [str(h) for h in range(n_heads)]
         for i, (name, m, unit) in enumerate(panels, start=1):
-            right = fig.layout[f"xaxis{i if i > 1 else ''}"].domain[1]
+            axes = fig.get_subplot(1, i)
+            assert isinstance(axes, SubplotXY)  # make_subplots' cells default to x-y axes
+            right = axes.xaxis.domain[1]
             fig.add_trace(
                 go.Heatmap(
                     z=m.numpy(),
@@ -370,12 +383,14 @@ def run(
     s = setup(model, seq_len=cfg.seq_len, batch=cfg.batch, seeds=cfg.seeds)
     v = s.v
     timing: dict[str, float] = {}
-    heads = [(layer, h) for layer in range(v.n_layers) for h in range(v.n_heads)]
+    heads = [Head(layer, h) for layer in range(v.n_layers) for h in range(v.n_heads)]
     passes = len(chunks_by_layer(heads, max(1, cfg.max_rows // s.tokens.shape[0] - 1)))
     with progress_reporter(cfg.progress) as bar:
         advance = bar.task(1 + passes + int(cfg.atp), f"effects of {s.name}: ablating each head")
         t0 = time.perf_counter()
         clean = clean_pass(v, s.tokens, s.logits_at, s.targets)
+        clean_loss = clean.loss  # [B]
+        assert clean_loss is not None  # clean_pass with logits_at and targets measures it
         timing["clean_s"] = time.perf_counter() - t0
         repl = make_replacement(v, cfg.mode, cfg.reference, s.tokens, clean, s.info)
         advance()
@@ -383,8 +398,8 @@ def run(
         null = torch.empty(len(heads), s.tokens.shape[0])
         losses = ablate_each_head(s, heads, repl, clean, cfg.max_rows, advance, null=null)
         timing["ablation_s"] = time.perf_counter() - t0
-        diff = losses - clean.loss.cpu()[None]
-        effect_null = (null - clean.loss.cpu()[None]).mean(1).view(v.n_layers, v.n_heads)
+        diff = losses - clean_loss.cpu()[None]
+        effect_null = (null - clean_loss.cpu()[None]).mean(1).view(v.n_layers, v.n_heads)
         n = diff.shape[1]
         effect = diff.mean(1).view(v.n_layers, v.n_heads)
         se = diff.std(1) / n**0.5 if n > 1 else torch.full((len(heads),), float("nan"))
@@ -412,7 +427,7 @@ def run(
         model=s.name,
         mode=cfg.mode,
         reference=cfg.reference,
-        clean_loss=float(clean.loss.mean()),
+        clean_loss=float(clean_loss.mean()),
         effect=effect,
         effect_se=se,
         effect_null=effect_null,

@@ -73,7 +73,7 @@ class _Reader:
         self.by_layer: dict[int, list[int]] = {}
         for j, (layer, h) in enumerate(self.heads):
             self.by_layer.setdefault(layer, []).append(j)
-        self.out: torch.Tensor | None = None
+        self.out = torch.empty(0, len(self.heads))  # [rows, heads]: filled by hooks()' passes
 
     def hooks(self, n_rows: int, layers: Sequence[int] | None = None):
         self.out = torch.full((n_rows, len(self.heads)), float("nan"))
@@ -131,7 +131,7 @@ class CircuitResult:
             return []
         best = df[df["partner_rank"] == 1]
         return [
-            ((int(r.partner_layer), int(r.partner_head)), (int(r.layer), int(r.head)))
+            (Head(int(r.partner_layer), int(r.partner_head)), Head(int(r.layer), int(r.head)))
             for r in best.itertuples(index=False)
         ]
 
@@ -203,14 +203,14 @@ def _pick_heads(df, threshold: float, top: int | None) -> list[Head]:
         ranked = ranked.head(top)
     else:
         ranked = ranked[ranked["induction"] >= threshold]
-    return [(int(r.layer), int(r.head)) for r in ranked.itertuples(index=False)]
+    return [Head(int(r.layer), int(r.head)) for r in ranked.itertuples(index=False)]
 
 
 def _no_advance() -> None:
     pass
 
 
-def _passes(heads: list[Head], candidates: list[Head], per: int, key_path: bool) -> int:
+def _passes(heads: Sequence[Head], candidates: Sequence[Head], per: int, key_path: bool) -> int:
     """Forward passes of :func:`_total_drops` (and :func:`_key_path_drops`): the progress
     total."""
     n = len(chunks_by_layer(candidates, per))
@@ -227,9 +227,9 @@ def _total_drops(
     candidates: list[Head],
     repl: Replacement,
     clean: Clean,
-    max_rows,
+    max_rows: int,
     advance: Callable[[], None] = _no_advance,
-):
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Induction score of each head with each candidate ablated, ``[cands, heads, B]``, and
     the null baseline of the same passes, ``[cands, heads, B]``: each pass carries one more
     block of rows in which nothing is patched (the candidate's own pass, so the null shares
@@ -272,9 +272,9 @@ def _key_path_drops(
     candidates: list[Head],
     repl: Replacement,
     clean: Clean,
-    max_rows,
+    max_rows: int,
     advance: Callable[[], None] = _no_advance,
-):
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Induction score of each head with each candidate removed from its key input only, and
     the null baseline of the same passes (one more block of rows whose key input gets a zero
     difference through the same hook), both ``[cands, heads, B]``; ``advance()`` after each
@@ -380,7 +380,7 @@ def find_circuits(
         result.inputs = inputs
         return result
     kcomp = composition_scores(weights, "k", readers=heads)
-    candidates = [(la, ha) for la in range(max(h[0] for h in heads)) for ha in range(v.n_heads)]
+    candidates = [Head(la, ha) for la in range(max(h[0] for h in heads)) for ha in range(v.n_heads)]
     has_key = cfg.key_path and all(
         f"blocks.{lb}.{name}" in v.bridge.hook_dict
         for lb in {h[0] for h in heads}
@@ -402,13 +402,12 @@ def find_circuits(
         clean_scores = reader.out.T.clone()  # [heads, B]
         advance()
         total, total_null = _total_drops(s, heads, candidates, repl, clean, cfg.max_rows, advance)
-        keyd = key_null = None
+        key = None  # key-path drops and their null baseline
         if has_key:
-            keyd, key_null = _key_path_drops(
-                s, heads, candidates, repl, clean, cfg.max_rows, advance
-            )
-    prev = {(int(r.layer), int(r.head)): float(r.previous_token) for r in scores.itertuples()}
-    ind = {(int(r.layer), int(r.head)): float(r.induction) for r in scores.itertuples()}
+            key = _key_path_drops(s, heads, candidates, repl, clean, cfg.max_rows, advance)
+    at = list(zip(scores["layer"].astype(int), scores["head"].astype(int), strict=True))
+    prev = dict(zip(at, scores["previous_token"].astype(float), strict=True))
+    ind = dict(zip(at, scores["induction"].astype(float), strict=True))
     rows = []
     n = s.tokens.shape[0]
     for j, b in enumerate(heads):
@@ -433,16 +432,16 @@ def find_circuits(
                 "drop_se": float(drop.std() / n**0.5) if n > 1 else float("nan"),
                 "drop_null": float((clean_scores[j] - total_null[i, j]).mean()),
             }
-            if keyd is not None:
-                dk = clean_scores[j] - keyd[i, j]
+            if key is not None:
+                dk = clean_scores[j] - key[0][i, j]
                 row["drop_key"] = float(dk.mean())
                 row["drop_key_se"] = float(dk.std() / n**0.5) if n > 1 else float("nan")
-                row["drop_key_null"] = float((clean_scores[j] - key_null[i, j]).mean())
+                row["drop_key_null"] = float((clean_scores[j] - key[1][i, j]).mean())
             else:
                 row["drop_key"] = row["drop_key_se"] = row["drop_key_null"] = float("nan")
             rows.append(row)
     df = pd.DataFrame(rows)
-    by = "drop_key" if keyd is not None else "drop"
+    by = "drop_key" if key is not None else "drop"
     df["partner_rank"] = df.groupby("induction_head")[by].rank(ascending=False, method="first")
     df["partner_rank"] = df["partner_rank"].astype(int)
     df["k_comp_rank"] = df.groupby("induction_head")["k_comp"].rank(ascending=False, method="first")
@@ -450,7 +449,7 @@ def find_circuits(
     df = df.sort_values(["induction_head_score", "induction_head", "partner_rank"],
                         ascending=[False, True, True]).reset_index(drop=True)  # fmt: skip
     result = CircuitResult(
-        s.name, df, heads, cfg.threshold, cfg.top, baseline, keyd is not None, note, settings
+        s.name, df, heads, cfg.threshold, cfg.top, baseline, key is not None, note, settings
     )
     result.inputs = inputs
     return result

@@ -419,7 +419,7 @@ def run(
 
     demos = [ex.demo for n in names for ex in pair_examples(suite, n)[0][:16]]
     refuse_unreadable(demos, loaded.tokenizer, suite, "--suite zoofacts")
-    heads = [(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
+    heads = [Head(la, h) for la in range(info.n_layers) for h in range(info.n_heads)]
     device = next(loaded.hf_model.parameters()).device
     foreign = _foreign_labels(suite, source.task_names()) if cfg.corruption == "foreign" else {}
     per_seed, baselines = [], []

@@ -185,7 +185,7 @@ def circuit_lineage(
     anc = lineage.head_ancestry(log, n_heads)
     primary = anc[anc["primary"]]
     root = {
-        (int(r.layer), int(r.head)): (int(r.ancestor_layer), int(r.ancestor_head))
+        Head(int(r.layer), int(r.head)): Head(int(r.ancestor_layer), int(r.ancestor_head))
         for r in primary.itertuples(index=False)
     }
     circuits = result.circuits()
@@ -203,7 +203,8 @@ def circuit_lineage(
             rows = init.table[(init.table["layer"] == h[0]) & (init.table["head"] == h[1])]
             rows = rows[rows["partner_rank"] <= partners]
             init_partners[h] = [
-                (int(r.partner_layer), int(r.partner_head)) for r in rows.itertuples(index=False)
+                Head(int(r.partner_layer), int(r.partner_head))
+                for r in rows.itertuples(index=False)
             ]
     scores = {}
     if not result.table.empty:

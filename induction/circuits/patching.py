@@ -50,8 +50,7 @@ from induction.heads import Head
 if TYPE_CHECKING:
     from transformer_lens.model_bridge import TransformerBridge
 
-    from induction.models.model_types import ModelInfo
-    from induction.models.specs import ModelLike
+    from induction.models.model_types import LoadedModel, ModelInfo
 
 
 def z_hook(layer: int) -> str:
@@ -79,10 +78,11 @@ class View:
     reference: Any = None  # (tokens [1, pos], residual entering each layer, logits [1, pos, vocab])
 
 
-def view(model: ModelLike) -> View:
+def view(model: LoadedModel | TransformerBridge) -> View:
     from induction.models.layers import LAYER_PATHS
+    from induction.models.model_types import LoadedModel
 
-    bridge: TransformerBridge = getattr(model, "bridge", model)  # a loaded model's, or a bridge
+    bridge = model.bridge if isinstance(model, LoadedModel) else model
     hf: Any = bridge.original_model  # a transformers model (the bridge types it nn.Module)
     base = layers = None
     for path in LAYER_PATHS:

@@ -30,7 +30,7 @@ def _size(path: Path) -> tuple[int, int]:
     return total, sum(1 for p in path.iterdir() if not p.name.startswith("."))
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

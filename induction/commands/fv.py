@@ -26,7 +26,7 @@ def fv(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Score table (.csv, .parquet, .jsonl).")
     ] = None,
-    plot: figure_opt("Layer x head heatmap of the FV scores") = None,
+    plot: Annotated[Path | None, figure_opt("Layer x head heatmap of the FV scores")] = None,
     device: DeviceOpt = "auto",
     dtype: DtypeOpt = None,
     threads: Annotated[
@@ -69,12 +69,14 @@ def fv(
             f"{result.settings['suite']} tasks, {config.n_prompts} prompts x {config.seeds} "
             f"seed(s), {config.shots} shots, {config.corruption} labels)"
         )
-        b = result.baselines.groupby("task")[["p_clean", "p_corrupted"]].mean().mean()
+        baselines = result.baselines
+        assert baselines is not None  # fv_scores measures them
+        b = baselines.groupby("task")[["p_clean", "p_corrupted"]].mean().mean()
         typer.echo(
             f"answer probability without a patch: clean {b.p_clean:.3f}, corrupted "
             f"{b.p_corrupted:.3f} (headroom {result.headroom:+.3f}: the most a CIE can be)"
         )
-        null = float(result.baselines["cie_null"].abs().max())
+        null = float(baselines["cie_null"].abs().max())
         typer.echo(f"null patch (the same passes, nothing patched): CIE {null:.1e} (should be 0)")
         if result.headroom < HEADROOM_WARN:
             typer.echo(
@@ -84,9 +86,17 @@ def fv(
                 err=True,
             )
         typer.echo(f"{'rank':>4} {'head':>6} {'fv':>9} {'sd (seeds)':>10}")
-        for r in table.itertuples(index=False):
-            spread = "-" if r.fv_std != r.fv_std else f"{r.fv_std:.4f}"  # one seed: no spread
-            typer.echo(f"{r.rank:>4} {head_label(r.layer, r.head):>6} {r.fv:>9.4f} {spread:>10}")
+        rows = zip(
+            table["rank"].astype(int),
+            table["layer"].astype(int),
+            table["head"].astype(int),
+            table["fv"].astype(float),
+            table["fv_std"].astype(float),
+            strict=True,
+        )
+        for rank, layer, head, score, sd in rows:
+            spread = "-" if sd != sd else f"{sd:.4f}"  # one seed: no spread (NaN)
+            typer.echo(f"{rank:>4} {head_label(layer, head):>6} {score:>9.4f} {spread:>10}")
         if out is not None:
             result.save(out)
             typer.echo(wrote(out), err=True)

@@ -49,13 +49,7 @@ def lineage(
         check_output_path(path, tuple(SUFFIXES), "--export")
     check_outputs(
         {"--out": out, "--export": export},
-        [
-            *model_inputs(model),
-            *model_inputs(initial),
-            config.log,
-            config.scores,
-            config.initial_scores,
-        ],
+        [*model_inputs(model), *model_inputs(initial), *config.input_paths],
     )
     with claim_outputs([out, *export]):  # one writer per output for the whole run
         result = trace(model, config)

@@ -19,7 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -34,10 +34,13 @@ from induction.commands.options import (
 from induction.errors import WorkbenchError
 from induction.store.io import read_json
 
-try:  # typer >= 0.20 vendors click; older typers use click itself
+if TYPE_CHECKING:  # the checker reads the installed typer, which vendors click
     from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover
-    from click.exceptions import UsageError
+else:
+    try:  # typer >= 0.20 vendors click; older typers use click itself
+        from typer._click.exceptions import UsageError
+    except ImportError:  # pragma: no cover
+        from click.exceptions import UsageError
 
 #: (module, attribute, command name). The attribute is a function (registered as a command
 #: named after it unless a name is given) or a ``typer.Typer`` (registered as a command group,
@@ -77,9 +80,10 @@ class _Group(TyperGroup):
         except WorkbenchError as e:
             _fail(str(e) or type(e).__name__)
         except OSError as e:
-            if e.errno not in _USER_FIXABLE:  # a bug keeps its traceback
+            message = _os_message(e)
+            if message is None:  # a bug keeps its traceback
                 raise
-            _fail(_os_message(e))
+            _fail(message)
         except UsageError as e:  # bad option value, unknown option, missing argument
             _fail(_usage_message(e))
 
@@ -97,14 +101,18 @@ _USER_FIXABLE = {
 }
 
 
-def _os_message(e: OSError) -> str:
+def _os_message(e: OSError) -> str | None:
+    """One line for an OS error the user fixes (:data:`_USER_FIXABLE`); None for any other."""
+    fix = _USER_FIXABLE.get(e.errno) if e.errno is not None else None
+    if fix is None:
+        return None
     where = e.filename if e.filename is not None else ""
     if isinstance(where, bytes):
         where = where.decode(errors="replace")
     if len(str(where)) > 120:
         where = f"{str(where)[:60]}...{str(where)[-40:]}"
     what = f"cannot use {where}: " if where else ""
-    return f"{what}{e.strerror or type(e).__name__}; {_USER_FIXABLE[e.errno]}"
+    return f"{what}{e.strerror or type(e).__name__}; {fix}"
 
 
 def run_script(main: Callable[[], int | None]) -> NoReturn:
@@ -116,9 +124,10 @@ def run_script(main: Callable[[], int | None]) -> NoReturn:
     except WorkbenchError as e:
         _script_fail(str(e) or type(e).__name__)
     except OSError as e:
-        if e.errno not in _USER_FIXABLE:
+        message = _os_message(e)
+        if message is None:
             raise
-        _script_fail(_os_message(e))
+        _script_fail(message)
     raise SystemExit(code or 0)
 
 
@@ -293,11 +302,14 @@ def info(
             device_map=device_map,
         )
     facts = loaded.info.as_dict()
-    facts["lineage"] = loaded.duplication_log_path is not None
+    log = None
     if loaded.duplication_log_path is not None:
         from lineage.log import duplication_log  # the CLI is the roof: it may read any floor
 
-        facts["depth_per_stage"] = duplication_log(loaded).depths()  # initial network first
+        log = duplication_log(loaded)
+    facts["lineage"] = log is not None
+    if log is not None:
+        facts["depth_per_stage"] = log.depths()  # initial network first
     facts["looped"] = loaded.loop_plan is not None
     if as_json:
         typer.echo(json.dumps(facts, indent=2))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.models import OptionInfo
 
 from induction.config_fields import (
     DEVICE_HELP,
@@ -78,9 +79,8 @@ PromptBatchOpt = Annotated[int, typer.Option("--batch", help=PROMPT_BATCH_HELP)]
 SeedsOpt = Annotated[str, typer.Option("--seeds", help=SEEDS_HELP)]
 
 
-def figure_opt(what: str):
-    """The ``--plot`` option of a command whose figure shows ``what``."""
-    return Annotated[
-        Path | None,
-        typer.Option("--plot", help=f"{what}: .html (interactive) or .png."),
-    ]
+def figure_opt(what: str) -> OptionInfo:
+    """The ``--plot`` option of a command whose figure shows ``what``:
+    ``plot: Annotated[Path | None, figure_opt(what)] = None`` (a call is no type, so the
+    option, not the annotation, is what varies)."""
+    return typer.Option("--plot", help=f"{what}: .html (interactive) or .png.")

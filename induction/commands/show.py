@@ -75,8 +75,10 @@ def show(
     with claim_output(out):  # held for the whole run: one writer per output
         from induction.models.loading import load_model
         from induction.progress import phase
-        from induction.scores.views import show_patterns
+        from induction.scores.views import LAYOUTS, show_patterns
 
+        if layout not in LAYOUTS:  # show_patterns' own check, made before the model loads
+            raise InputError(f"unknown layout {layout!r}; use dropdown or grid")
         with phase(f"loading {model}"):
             loaded = load_model(
                 model, device=device, dtype=dtype, trust_remote_code=trust_remote_code
@@ -86,7 +88,8 @@ def show(
             note = save_figure(fig, out)
     if note:
         raise InputError(note)
-    meta = fig.layout.meta
+    # plotly has no stubs and infers Figure.layout as a Figure; it is a go.Layout
+    meta = fig.layout.meta  # pyright: ignore[reportAttributeAccessIssue]
     typer.echo(f"{wrote(out)} ({', '.join(meta['heads'])}; {meta['tokens']} tokens)", err=True)
 
 

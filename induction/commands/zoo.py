@@ -6,10 +6,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from induction.errors import InputError
+
+if TYPE_CHECKING:
+    from induction.training.protocol import FixedTrainConfig
 
 zoo_app = typer.Typer(
     help="The embedded zoo of tiny dense, grown and looped models.", no_args_is_help=True
@@ -45,7 +49,7 @@ def train_command(
     out: Path = typer.Option(
         None, "--out", help="Checkpoint folder to write (default: ./runs/<family>-s<seed>)."
     ),
-    steps: str = typer.Option(
+    steps: str | None = typer.Option(
         None,
         "--steps",
         metavar="INTEGER",
@@ -92,9 +96,9 @@ def train_command(
         raise InputError(f"--seed must be in 0..{2**32 - 1}, got {seed}")
     if seeds_per_process is not None and seeds_per_process < 1:
         raise InputError(f"--seeds-per-process must be >= 1, got {seeds_per_process}")
-    steps = _steps(steps)
+    n_steps = _steps(steps)
     if resume:
-        given = [f for f, v in (("--steps", steps), ("--out", out), ("--grow-at", grow_at),
+        given = [f for f, v in (("--steps", n_steps), ("--out", out), ("--grow-at", grow_at),
                                 ("--seed", seed), ("--seeds", seeds),
                                 ("--threads", threads if threads_given else None)
                                 ) if v is not None]  # fmt: skip
@@ -129,9 +133,9 @@ def train_command(
     for cfg in cfgs:
         if fixed:
             cfg.device = device or cfg.device
-            _fixed_options(cfg, steps, grow_at)
+            _fixed_options(cfg, n_steps, grow_at)
         else:
-            _first_zoo_options(cfg, steps, grow_at)
+            _first_zoo_options(cfg, n_steps, grow_at)
     names = [zoo_model_name(cfg) for cfg in cfgs]
     if seeds is None:
         outs = [out or Path("runs") / names[0]]
@@ -220,7 +224,8 @@ def _train_fixed(cfgs: list, outs: list[Path], per_process: int) -> list[dict]:
         return [train_fixed(cfg, out=o)[1] for cfg, o in zip(cfgs, outs, strict=True)]
     cards = []
     for i in range(0, len(cfgs), per_process):
-        done = train_seeds(cfgs[i : i + per_process], outs[i : i + per_process])
+        chunk: list[Path | None] = [*outs[i : i + per_process]]  # as train_seeds types it
+        done = train_seeds(cfgs[i : i + per_process], chunk)
         cards += [card for _, card in done]
     return cards
 
@@ -262,13 +267,15 @@ def _resume(
     if len(set(outs)) != len(outs):
         raise InputError("--resume names a run folder twice; name each once")
     devices = []
+    recorded: list[FixedTrainConfig] = []  # each run's config as it recorded it
     for out in outs:
         config = out / TRAIN_CONFIG
         if not config.is_file():
             raise InputError(f"{out} is not a fixed-protocol run folder (no {TRAIN_CONFIG})")
         if (out / "card.json").is_file():
             raise InputError(f"{out} has finished training; nothing to resume")
-        preset = read_run_config(out).preset  # the whole config, checked before any work
+        recorded.append(read_run_config(out))  # whole, checked before any work
+        preset = recorded[-1].preset
         data = read_json(config, "training config")
         if family is not None and family != preset:
             raise InputError(f"{out} is a {preset} run, not {family}")
@@ -276,11 +283,15 @@ def _resume(
     per = per_process or _default_per_process(str(devices[0] or "cpu"))
     with claim_outputs(outs):  # one run per folder
         if per == 1:
-            cards = [train_fixed(None, out=o, resume=True, device=device)[1] for o in outs]
+            # resuming, train_fixed reads the config from the folder again
+            cards = [
+                train_fixed(c, out=o, resume=True, device=device)[1]
+                for c, o in zip(recorded, outs, strict=True)
+            ]
         else:
             cards = []
             for i in range(0, len(outs), per):
-                chunk = outs[i : i + per]
+                chunk: list[Path | None] = [*outs[i : i + per]]  # as train_seeds types it
                 done = train_seeds([None] * len(chunk), chunk, resume=True, device=device)
                 cards += [card for _, card in done]
     for card, out in zip(cards, outs, strict=True):

@@ -41,6 +41,7 @@ The **baseline** is the mean score of Gaussian random matrices of the same shape
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,7 +192,7 @@ def _pair_scores(f: _Factors, writers: Int[Tensor, " a"], reader: int) -> Float[
 def composition_scores(
     weights: HeadWeights,
     kind: str = "k",
-    readers: list[tuple[int, int]] | None = None,
+    readers: Sequence[tuple[int, int]] | None = None,
 ) -> Float[Tensor, "layer_a head_a layer_b head_b"]:
     """Composition score of every (writer A, reader B) head pair: ``[L, H, L, H]``.
 

@@ -21,7 +21,7 @@ is prefixed by its position, so repeated tokens stay distinct axis categories.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from induction.errors import InputError
 from induction.heads import head_label, parse_heads
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from induction.models.model_types import LoadedModel
 
-LAYOUTS = ("dropdown", "grid")
+LAYOUTS: Final = ("dropdown", "grid")  # Final: the type keeps the literals
 #: Longest token label (characters) before it is cut with an ellipsis.
 MAX_LABEL = 14
 _VISIBLE = {" ": "·", "\n": "\\n", "\t": "\\t", "\r": "\\r"}

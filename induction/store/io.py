@@ -31,7 +31,7 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -285,7 +285,7 @@ def clean_stale(path: str | Path) -> list[Path]:
 
 
 def check_outputs(
-    outputs: dict[str, str | Path | Iterable[str | Path] | None],
+    outputs: Mapping[str, str | Path | Iterable[str | Path] | None],
     inputs: Iterable[str | Path | None],
 ) -> None:
     """Refuse (one-line InputError) any output that would write over something the command
@@ -348,7 +348,7 @@ def guards_inputs(method: Callable) -> Callable:
 
 
 def prepare_outputs(
-    outputs: dict[str, str | Path | Iterable[str | Path] | None],
+    outputs: Mapping[str, str | Path | Iterable[str | Path] | None],
     inputs: Iterable[str | Path | None],
 ) -> None:
     """Before any work: :func:`check_outputs`, then claim and release every output once, so a
