@@ -96,3 +96,23 @@ def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999
     # the detector's own (query, key) pairs of the stripe, so there is one definition of it
     q, k, n_queries = PromptLayout(seq_len=distance, n_repeats=2).pairs("induction")
     return torch.stack([a[:, :, q, k].sum(dim=2).mean(dim=0) / n_queries for a in attentions]).cpu()
+
+
+def progress_label(
+    name: str,
+    depth: int,
+    steps: int,
+    seconds: float,
+    loss: float | None = None,
+    score: float | None = None,
+) -> str:
+    """Both trainers' progress label, e.g. ``dense8-s0 (depth 8, ind=0.41, loss 2.315, 3.20
+    step/s)``: the depth now, the in-loop monitor's strongest induction score (``ind=``) and
+    the loss at the last measured step, and ``steps`` trained in ``seconds`` as a rate."""
+    parts = [f"depth {depth}"]
+    if loss is not None and score is not None:
+        parts += [f"ind={score:.2f}", f"loss {loss:.3f}"]
+    if steps > 0 and seconds > 0:
+        rate = steps / seconds
+        parts.append(f"{rate:.2f} step/s" if rate >= 1 else f"{1 / rate:.1f} s/step")
+    return f"{name} ({', '.join(parts)})"

@@ -135,8 +135,8 @@ def train_seeds(
         found = [replace(cfg, device=device) for cfg in found]
     check_group(found)
     runs = [
-        _Run(cfg, out, flag, device, progress, seeds_per_process=n, position=i)
-        for i, (cfg, out, flag) in enumerate(zip(found, outs, flags, strict=True))
+        _Run(cfg, out, flag, device, progress, seeds_per_process=n)
+        for cfg, out, flag in zip(found, outs, flags, strict=True)
     ]
     if data_workers is None:
         data_workers = default_data_workers(runs[0].cfg.device, n)
