@@ -14,7 +14,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Packages that type-check clean and must stay in the checked set (the rest follow, #43).
-CLEAN = ["induction", "lineage", "induction/dynamics", "induction/replication"]
+CLEAN = [
+    "induction",
+    "lineage",
+    "induction/dynamics",
+    "induction/replication",
+    "induction/training",
+]
 #: The files still left out inside them (being edited elsewhere), at most these.
 LEFT_OUT = {"lineage/api.py"}
 

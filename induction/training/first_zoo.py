@@ -40,6 +40,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -105,7 +106,7 @@ class ZooTrainConfig:
     grow_block: int = 4
     initial_depth: int = 4
     loop_block: int = 2
-    optimizer_state: str = "reset"
+    optimizer_state: Literal["reset", "copy"] = "reset"
     threads: int = 1
     repeat_len: int = 32  # the detector's default repeat length for zoo models
     corpus: dict = field(default_factory=lambda: asdict(CorpusConfig()))

@@ -9,7 +9,7 @@ each other.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -17,16 +17,26 @@ import torch
 from induction.scores.prompts import PromptLayout
 from induction.zoo import vocab as V
 
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM
+
 
 class ModelShape(Protocol):
-    """The fields of a training config that shape the network and its FLOPs."""
+    """The fields of a training config that shape the network and its FLOPs (read only: the
+    fixed protocol's ``seq_len`` is a property)."""
 
-    d_model: int
-    d_mlp: int
-    n_heads: int
-    init_std: float
-    seed: int
-    seq_len: int
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def d_mlp(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def init_std(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def seq_len(self) -> int: ...
 
 
 def zoo_model_name(cfg) -> str:
@@ -38,7 +48,7 @@ def zoo_model_name(cfg) -> str:
     return f"{cfg.family}{depth}-s{cfg.seed}"
 
 
-def build_model(cfg: ModelShape, n_layers: int):
+def build_model(cfg: ModelShape, n_layers: int) -> LlamaForCausalLM:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
@@ -55,8 +65,9 @@ def build_model(cfg: ModelShape, n_layers: int):
         tie_word_embeddings=False,
         use_cache=False,
         initializer_range=cfg.init_std,
-        attn_implementation="sdpa",
     )
+    # what the ``attn_implementation`` keyword sets, which LlamaConfig's signature does not name
+    config._attn_implementation = "sdpa"
     torch.manual_seed(cfg.seed)
     return LlamaForCausalLM(config)
 

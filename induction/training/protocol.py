@@ -41,9 +41,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
+from torch import nn
 
 from induction.errors import InputError, LineageError, one_line
 from induction.models.layers import decoder_layers
@@ -63,6 +65,9 @@ from induction.zoo.probe import probe
 from lineage.growth import PRESETS as GROWTH_PRESETS
 from lineage.growth import duplicate_layers
 from lineage.log import DuplicationLog
+
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM
 
 PROTOCOL = "fixed"
 FAMILIES = ("dense", "lidas", "looped")
@@ -122,7 +127,7 @@ class FixedTrainConfig:
     grow_operator: str = "lidas"  # or "midas" (lineage.growth presets)
     alpha: float = 1.0  # Prop-alpha stage lengths
     grow_at: list[float] | None = None  # explicit growth fractions instead of Prop-alpha
-    optimizer_state: str = "reset"  # optimizer state of copied layers: "reset" or "copy"
+    optimizer_state: Literal["reset", "copy"] = "reset"  # optimizer state of copied layers
     # looped
     loop_block: int = 2
     loops: int = 4
@@ -628,7 +633,9 @@ def stored_layers(cfg: FixedTrainConfig) -> int:
 
 
 # ----------------------------------------------------------------------------- training
-def _initial_model(cfg: FixedTrainConfig):
+def _initial_model(
+    cfg: FixedTrainConfig,
+) -> tuple[LlamaForCausalLM, DuplicationLog | None, LoopPlan | None]:
     log, plan = None, None
     if cfg.family == "dense":
         model = build_model(cfg, cfg.depth)
@@ -641,8 +648,11 @@ def _initial_model(cfg: FixedTrainConfig):
     return model, log, plan
 
 
-def _optimizer(cfg: FixedTrainConfig, model) -> torch.optim.Optimizer:
-    """AdamW over ``model``'s parameters; made after the model is on its training device."""
+def _optimizer(
+    cfg: FixedTrainConfig, model: nn.Module, device: torch.device
+) -> torch.optim.Optimizer:
+    """``model`` moved to its training device, then AdamW over its parameters."""
+    model.to(device)  # in place (called as a Module's: transformers' wrapper of ``to`` is untyped)
     return torch.optim.AdamW(
         model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
     )
@@ -663,7 +673,7 @@ class _State:
 
 
 def train_fixed(
-    cfg: FixedTrainConfig,
+    cfg: FixedTrainConfig | None,
     out: Path | None = None,
     progress: bool = True,
     resume: bool = False,
@@ -736,47 +746,60 @@ class _Run:
     """One seed's training in progress: its model, optimizer, growth log, counters and files.
     :func:`train_runs` drives one or several (one per seed) through the same steps."""
 
-    def __init__(self, cfg, out, resume, device, progress, seeds_per_process=1):
+    def __init__(
+        self,
+        cfg: FixedTrainConfig | None,
+        out: Path | str | None,
+        resume: bool,
+        device: str | None,
+        progress: bool,
+        seeds_per_process: int = 1,
+    ):
+        folder = Path(out) if out is not None else None
+        resume_from = None  # the run folder to continue
         if resume:
-            if out is None:
+            if folder is None:
                 raise InputError("resuming needs the run folder")
-            cfg = read_run_config(Path(out))
+            cfg, resume_from = read_run_config(folder), folder
+        elif cfg is None:
+            raise InputError("training needs a config unless it resumes a run folder")
         if device is not None:
             cfg = replace(cfg, device=device)
         validate(cfg)
         torch.set_num_threads(cfg.threads)
-        self.device = device = check_device(cfg.device)
+        self.device = dev = check_device(cfg.device)
         self.grow = growth_steps(cfg)
         self.ckpt_steps = set(checkpoint_steps(cfg))
 
-        if resume and latest_checkpoint(Path(out)) is None:
+        if resume_from is not None and latest_checkpoint(resume_from) is None:
             # stopped before its first checkpoint (a full disk, a kill at step 0): nothing was
             # kept, so the run starts again from its recorded config, as it first would have
-            shutil.rmtree(Path(out) / CHECKPOINTS, ignore_errors=True)
-            (Path(out) / TRAIN_LOG).write_text("")
-            resume = False
+            shutil.rmtree(resume_from / CHECKPOINTS, ignore_errors=True)
+            (resume_from / TRAIN_LOG).write_text("")
+            resume_from = None
             model, log, plan = _initial_model(cfg)
-            opt = _optimizer(cfg, model.to(device))
+            opt = _optimizer(cfg, model, dev)
             st = _State()
-        elif resume:
-            model, opt, log, plan, st = _resume(cfg, Path(out), device)
+        elif resume_from is not None:
+            model, opt, log, plan, st = _resume(cfg, resume_from, dev)
         else:
             model, log, plan = _initial_model(cfg)
-            opt = _optimizer(cfg, model.to(device))
+            opt = _optimizer(cfg, model, dev)
             st = _State()
-            if out is not None:
-                out = Path(out)
-                if (out / CHECKPOINTS).exists() or (out / "card.json").exists():
-                    raise InputError(f"{out} already holds a run; resume it or pass another folder")
-                out.mkdir(parents=True, exist_ok=True)
-                (out / TRAIN_CONFIG).write_text(json.dumps(asdict(cfg), indent=1) + "\n")
-                (out / TRAIN_LOG).write_text("")
+            if folder is not None:
+                if (folder / CHECKPOINTS).exists() or (folder / "card.json").exists():
+                    raise InputError(
+                        f"{folder} already holds a run; resume it or pass another folder"
+                    )
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / TRAIN_CONFIG).write_text(json.dumps(asdict(cfg), indent=1) + "\n")
+                (folder / TRAIN_LOG).write_text("")
         self.cfg, self.out, self.model, self.opt, self.log, self.plan, self.st = (
-            cfg, Path(out) if out is not None else None, model, opt, log, plan, st
+            cfg, folder, model, opt, log, plan, st
         )  # fmt: skip
-        self.resumed_at = st.step if resume else None
-        if not st.devices or st.devices[-1] != device_label(device):
-            st.devices.append(device_label(device))
+        self.resumed_at = st.step if resume_from is not None else None
+        if not st.devices or st.devices[-1] != device_label(dev):
+            st.devices.append(device_label(dev))
         if not st.seeds_per_process or st.seeds_per_process[-1] != seeds_per_process:
             st.seeds_per_process.append(seeds_per_process)
         self.logfile = open(self.out / TRAIN_LOG, "a") if self.out is not None else None
@@ -1114,7 +1137,9 @@ def _checkpoint_step(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _resume(cfg: FixedTrainConfig, out: Path, device: torch.device):
+def _resume(
+    cfg: FixedTrainConfig, out: Path, device: torch.device
+) -> tuple[LlamaForCausalLM, torch.optim.Optimizer, DuplicationLog | None, LoopPlan | None, _State]:
     folder = _resume_point(out)
     try:
         # a state saved on a GPU resumes anywhere: read to the CPU, moved to ``device`` below
@@ -1138,7 +1163,7 @@ def _resume(cfg: FixedTrainConfig, out: Path, device: torch.device):
         else:
             model = build_model(cfg, log.final_depth if log is not None else cfg.depth)
             model.load_state_dict(state["model"])
-        opt = _optimizer(cfg, model.to(device))
+        opt = _optimizer(cfg, model, device)
         opt.load_state_dict(state["optimizer"])  # moves the moments to their parameters' device
         torch.set_rng_state(state["torch_rng"])
         st = _State(**state["counters"])
