@@ -652,7 +652,7 @@ def _optimizer(
     cfg: FixedTrainConfig, model: nn.Module, device: torch.device
 ) -> torch.optim.Optimizer:
     """``model`` moved to its training device, then AdamW over its parameters."""
-    model.to(device)  # in place (called as a Module's: transformers' wrapper of ``to`` is untyped)
+    model.to(device)  # in place; called on a Module: transformers wraps ``to`` past type checkers
     return torch.optim.AdamW(
         model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
     )
