@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 import inspect
 import re
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import torch
 from torch import nn
@@ -178,6 +178,42 @@ def llama_pro(
     )
 
 
+@overload
+def duplicate_layers(
+    model: nn.Module,
+    source: tuple[int, int],
+    insert_at: int,
+    *,
+    log: DuplicationLog | None = None,
+    step: int = 0,
+    operator: str = "copy",
+    optimizer: torch.optim.Optimizer,
+    optimizer_state: Literal["reset", "copy"] = "reset",
+) -> tuple[GrowthEvent, torch.optim.Optimizer]: ...
+@overload
+def duplicate_layers(
+    model: nn.Module,
+    source: tuple[int, int],
+    insert_at: int,
+    *,
+    log: DuplicationLog | None = None,
+    step: int = 0,
+    operator: str = "copy",
+    optimizer: None = None,
+    optimizer_state: Literal["reset", "copy"] = "reset",
+) -> tuple[GrowthEvent, None]: ...
+@overload
+def duplicate_layers(
+    model: nn.Module,
+    source: tuple[int, int],
+    insert_at: int,
+    *,
+    log: DuplicationLog | None = None,
+    step: int = 0,
+    operator: str = "copy",
+    optimizer: torch.optim.Optimizer | None = None,
+    optimizer_state: Literal["reset", "copy"] = "reset",
+) -> tuple[GrowthEvent, torch.optim.Optimizer | None]: ...
 def duplicate_layers(
     model: nn.Module,
     source: tuple[int, int],

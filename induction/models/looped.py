@@ -16,13 +16,16 @@ import copy
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from torch import nn
 
 from induction.errors import InputError, LineageError
 from induction.models.layers import decoder_layers
 from induction.store.io import guards_inputs
+
+#: The model's own class, kept through the in-place and copying layer changes below.
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
 PLAN_FILE = "loop_plan.json"
 FORMAT = "induction-workbench/loop-plan"
@@ -119,7 +122,7 @@ def _set_depth(model: nn.Module, modules: list[nn.Module]) -> None:
         config.layer_types = [config.layer_types[0]] * len(modules)
 
 
-def tie_layers(model: nn.Module, plan: LoopPlan) -> nn.Module:
+def tie_layers(model: ModuleT, plan: LoopPlan) -> ModuleT:
     """Turn a model holding the stored layers into the looped model (shared modules), in place."""
     stored = list(_layers(model))
     if len(stored) != plan.stored_layers:
@@ -130,7 +133,7 @@ def tie_layers(model: nn.Module, plan: LoopPlan) -> nn.Module:
     return model
 
 
-def untie_to_stored(model: nn.Module, plan: LoopPlan) -> nn.Module:
+def untie_to_stored(model: ModuleT, plan: LoopPlan) -> ModuleT:
     """A deep copy of a tied looped model holding each stored layer once (for saving)."""
     out = copy.deepcopy(model)  # deepcopy keeps the sharing, so first occurrences suffice
     layers_out = list(_layers(out))

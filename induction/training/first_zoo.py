@@ -40,16 +40,19 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
 
 from induction.models.layers import decoder_layers
 from induction.models.looped import LoopPlan, tie_layers, untie_to_stored
+from induction.progress import progress as progress_reporter
 from induction.training.model import (
     build_model,
     induction_head_scores,
     matmul_flops_per_token,
+    progress_label,
     zoo_model_name,
 )
 from induction.zoo import vocab as V
@@ -103,7 +106,7 @@ class ZooTrainConfig:
     grow_block: int = 4
     initial_depth: int = 4
     loop_block: int = 2
-    optimizer_state: str = "reset"
+    optimizer_state: Literal["reset", "copy"] = "reset"
     threads: int = 1
     repeat_len: int = 32  # the detector's default repeat length for zoo models
     corpus: dict = field(default_factory=lambda: asdict(CorpusConfig()))
@@ -175,60 +178,69 @@ def train_first_zoo(
     history, flops, dense_flops, n_tokens, formed_at, step = [], 0.0, 0.0, 0, None, 0
     grow_steps = [int(f * cfg.steps) for f in cfg.grow_at]
     start = time.time()
-    bar = _progress(progress, cfg)
-    while True:
-        depth = len(decoder_layers(model))
-        done = step >= cfg.steps and (formed_at is not None or step >= cfg.max_steps)
-        if done:
-            break
-        if (
-            log is not None
-            and len(log.events) < len(grow_steps)
-            and step >= _growth_step(grow_steps, log)
-            and formed_at is not None
-        ):
-            pre_growth.append((copy.deepcopy(model), step))
-            block = min(cfg.grow_block, depth)
-            source, insert_at = lidas_span(depth, block)
-            _, opt = duplicate_layers(
-                model,
-                source,
-                insert_at,
-                log=log,
-                step=step,
-                operator="lidas",
-                optimizer=opt,
-                optimizer_state=cfg.optimizer_state,
-            )
+    # the progress row: the name, the last measured loss and score, the start of the rate
+    name, shown_loss, shown_score, t0 = zoo_model_name(cfg), None, None, time.monotonic()
+    with progress_reporter(progress) as reporter:
+        advance = reporter.task(cfg.steps, name)
+        while True:
             depth = len(decoder_layers(model))
-        for group in opt.param_groups:
-            group["lr"] = _lr(step, cfg, formed_at)
-        tokens = torch.from_numpy(make_batch(rng, corpus, cfg.batch))
-        loss = model(tokens, labels=tokens).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        flops += matmul_flops_per_token(cfg, depth, tokens.shape[1]) * tokens.numel()
-        dense_flops += matmul_flops_per_token(cfg, cfg.depth, tokens.shape[1]) * tokens.numel()
-        n_tokens += tokens.numel()
-        step += 1
-        if step % cfg.eval_every == 0 or step == cfg.steps:
-            score = float(induction_head_scores(model, cfg.formed_distance).max())
-            history.append(
-                {
-                    "step": step,
-                    "loss": round(loss.item(), 4),
-                    "score": round(score, 4),
-                    "depth": depth,
-                }
-            )
-            if formed_at is None and score >= cfg.formed_threshold:
-                formed_at = step
-                corpus.max_span = cfg.span_after
-                corpus.seq_len = cfg.seq_len
-                corpus.mix = dict(cfg.corpus["mix"])
-            bar(step, loss.item(), score, depth)
+            done = step >= cfg.steps and (formed_at is not None or step >= cfg.max_steps)
+            if done:
+                break
+            if (
+                log is not None
+                and len(log.events) < len(grow_steps)
+                and step >= _growth_step(grow_steps, log)
+                and formed_at is not None
+            ):
+                pre_growth.append((copy.deepcopy(model), step))
+                block = min(cfg.grow_block, depth)
+                source, insert_at = lidas_span(depth, block)
+                _, opt = duplicate_layers(
+                    model,
+                    source,
+                    insert_at,
+                    log=log,
+                    step=step,
+                    operator="lidas",
+                    optimizer=opt,
+                    optimizer_state=cfg.optimizer_state,
+                )
+                depth = len(decoder_layers(model))
+            for group in opt.param_groups:
+                group["lr"] = _lr(step, cfg, formed_at)
+            tokens = torch.from_numpy(make_batch(rng, corpus, cfg.batch))
+            loss = model(tokens, labels=tokens).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            flops += matmul_flops_per_token(cfg, depth, tokens.shape[1]) * tokens.numel()
+            dense_flops += matmul_flops_per_token(cfg, cfg.depth, tokens.shape[1]) * tokens.numel()
+            n_tokens += tokens.numel()
+            step += 1
+            if step % cfg.eval_every == 0 or step == cfg.steps:
+                score = float(induction_head_scores(model, cfg.formed_distance).max())
+                history.append(
+                    {
+                        "step": step,
+                        "loss": round(loss.item(), 4),
+                        "score": round(score, 4),
+                        "depth": depth,
+                    }
+                )
+                if formed_at is None and score >= cfg.formed_threshold:
+                    formed_at = step
+                    corpus.max_span = cfg.span_after
+                    corpus.seq_len = cfg.seq_len
+                    corpus.mix = dict(cfg.corpus["mix"])
+                shown_loss, shown_score = loss.item(), score
+            if step == cfg.steps + 1:  # the planned steps are done, no head has formed yet
+                name = f"{name} past {cfg.steps} steps, no head yet"
+                advance = reporter.task(cfg.max_steps - cfg.steps, name)
+            seconds = time.monotonic() - t0
+            advance.describe(progress_label(name, depth, step, seconds, shown_loss, shown_score))
+            advance()
     elapsed = time.time() - start
 
     card = {
@@ -300,21 +312,6 @@ def _save_pre_growth(model, folder: Path, cfg: ZooTrainConfig, stage: int, step:
         scores = induction_head_scores(model, dist, batch=32, seed=12345)
         card[f"max_induction_d{dist}"] = round(float(scores.max()), 4)
     save_zoo_model(model, folder, card)
-
-
-def _progress(enabled: bool, cfg: ZooTrainConfig):
-    if not enabled:
-        return lambda *a: None
-    from tqdm import tqdm
-
-    bar = tqdm(total=cfg.steps, desc=f"{cfg.family}-s{cfg.seed}", unit="step")
-
-    def update(step, loss, score, depth):
-        bar.n = min(step, cfg.steps)
-        bar.set_postfix(loss=f"{loss:.3f}", ind=f"{score:.2f}", depth=depth)
-        bar.refresh()
-
-    return update
 
 
 def save_zoo_model(

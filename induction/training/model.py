@@ -9,7 +9,7 @@ each other.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -17,16 +17,26 @@ import torch
 from induction.scores.prompts import PromptLayout
 from induction.zoo import vocab as V
 
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM
+
 
 class ModelShape(Protocol):
-    """The fields of a training config that shape the network and its FLOPs."""
+    """The fields of a training config that shape the network and its FLOPs (read only: the
+    fixed protocol's ``seq_len`` is a property)."""
 
-    d_model: int
-    d_mlp: int
-    n_heads: int
-    init_std: float
-    seed: int
-    seq_len: int
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def d_mlp(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def init_std(self) -> float: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def seq_len(self) -> int: ...
 
 
 def zoo_model_name(cfg) -> str:
@@ -38,7 +48,7 @@ def zoo_model_name(cfg) -> str:
     return f"{cfg.family}{depth}-s{cfg.seed}"
 
 
-def build_model(cfg: ModelShape, n_layers: int):
+def build_model(cfg: ModelShape, n_layers: int) -> LlamaForCausalLM:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
@@ -55,8 +65,9 @@ def build_model(cfg: ModelShape, n_layers: int):
         tie_word_embeddings=False,
         use_cache=False,
         initializer_range=cfg.init_std,
-        attn_implementation="sdpa",
     )
+    # what the ``attn_implementation`` keyword sets, which LlamaConfig's signature does not name
+    config._attn_implementation = "sdpa"
     torch.manual_seed(cfg.seed)
     return LlamaForCausalLM(config)
 
@@ -96,3 +107,23 @@ def induction_head_scores(model, distance: int, batch: int = 16, seed: int = 999
     # the detector's own (query, key) pairs of the stripe, so there is one definition of it
     q, k, n_queries = PromptLayout(seq_len=distance, n_repeats=2).pairs("induction")
     return torch.stack([a[:, :, q, k].sum(dim=2).mean(dim=0) / n_queries for a in attentions]).cpu()
+
+
+def progress_label(
+    name: str,
+    depth: int,
+    steps: int,
+    seconds: float,
+    loss: float | None = None,
+    score: float | None = None,
+) -> str:
+    """Both trainers' progress label, e.g. ``dense8-s0 (depth 8, ind=0.41, loss 2.315, 3.20
+    step/s)``: the depth now, the in-loop monitor's strongest induction score (``ind=``) and
+    the loss at the last measured step, and ``steps`` trained in ``seconds`` as a rate."""
+    parts = [f"depth {depth}"]
+    if loss is not None and score is not None:
+        parts += [f"ind={score:.2f}", f"loss {loss:.3f}"]
+    if steps > 0 and seconds > 0:
+        rate = steps / seconds
+        parts.append(f"{rate:.2f} step/s" if rate >= 1 else f"{1 / rate:.1f} s/step")
+    return f"{name} ({', '.join(parts)})"

@@ -24,6 +24,7 @@ import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -40,6 +41,9 @@ from induction.training.protocol import (
     model_name,
     train_runs,
 )
+
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM
 
 __all__ = [
     "CUDA_SEEDS_PER_PROCESS",
@@ -107,19 +111,21 @@ def train_seeds(
     step only, so the result is the same); default none on the CPU, one per seed up to the
     cores left on a GPU, where drawing ~5 ms per seed and step would otherwise dominate."""
     n = len(cfgs)
-    outs = list(outs) if outs is not None else [None] * n
+    folders = [Path(o) if o is not None else None for o in outs] if outs is not None else [None] * n
     flags = list(resume) if isinstance(resume, list | tuple) else [resume] * n
-    if n == 0 or len(outs) != n or len(flags) != n:
+    if n == 0 or len(folders) != n or len(flags) != n:
         raise InputError(f"train_seeds needs one config, folder and resume flag per seed ({n})")
-    named = [Path(o).resolve() for o in outs if o is not None]
+    named = [o.resolve() for o in folders if o is not None]
     if len(set(named)) != len(named):
         raise InputError("train_seeds: two seeds share a run folder; give each its own")
-    for out, flag, cfg in zip(outs, flags, cfgs, strict=True):
-        if out is not None and (Path(out) / "card.json").is_file():
+    given: list[FixedTrainConfig | Path] = []  # each seed's config, or the folder that has it
+    for out, flag, cfg in zip(folders, flags, cfgs, strict=True):
+        if out is not None and (out / "card.json").is_file():
             raise InputError(f"{out} has finished training; nothing to resume or overwrite")
-        if out is not None and not flag and (Path(out) / CHECKPOINTS).exists():
+        if out is not None and not flag and (out / CHECKPOINTS).exists():
             raise InputError(f"{out} already holds a run; resume it or pass another folder")
-        if flag and out is not None and (Path(out) / TRAIN_CONFIG).is_file():
+        if flag and out is not None and (out / TRAIN_CONFIG).is_file():
+            given.append(out)
             continue
         if flag or not isinstance(cfg, FixedTrainConfig):
             raise InputError(
@@ -127,16 +133,19 @@ def train_seeds(
                 if flag
                 else f"train_seeds takes fixed-protocol configs, got {type(cfg).__name__}"
             )
+        given.append(cfg)
     found = [
-        FixedTrainConfig.from_json(json.loads((Path(o) / TRAIN_CONFIG).read_text())) if f else c
-        for c, o, f in zip(cfgs, outs, flags, strict=True)
+        FixedTrainConfig.from_json(json.loads((g / TRAIN_CONFIG).read_text()))
+        if isinstance(g, Path)
+        else g
+        for g in given
     ]
     if device is not None:
         found = [replace(cfg, device=device) for cfg in found]
     check_group(found)
     runs = [
-        _Run(cfg, out, flag, device, progress, seeds_per_process=n, position=i)
-        for i, (cfg, out, flag) in enumerate(zip(found, outs, flags, strict=True))
+        _Run(cfg, out, flag, device, progress, seeds_per_process=n)
+        for cfg, out, flag in zip(found, folders, flags, strict=True)
     ]
     if data_workers is None:
         data_workers = default_data_workers(runs[0].cfg.device, n)
@@ -217,6 +226,7 @@ def _stacked_step(runs: list[_Run], tokens: list[torch.Tensor]) -> list[float]:
     losses.sum().backward()
     for s, seed_params in enumerate(params):
         for p, w in zip(seed_params, stacked, strict=True):
+            assert w.grad is not None  # stacked_losses uses every weight (it checks)
             p.grad = w.grad[s]
     return losses.tolist()
 
@@ -239,13 +249,17 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def stacked_losses(template, weights: list[torch.Tensor], tokens: torch.Tensor) -> torch.Tensor:
+def stacked_losses(
+    template: LlamaForCausalLM, weights: list[torch.Tensor], tokens: torch.Tensor
+) -> torch.Tensor:
     """Per-seed mean next-token losses ``[seeds]`` of a stack of zoo Llamas shaped like
     ``template`` (a ``LlamaForCausalLM``, tied looped layers allowed), with ``weights`` the
     seeds' parameters stacked in ``template.parameters()`` order (each ``[seeds, ...]``) and
     ``tokens [seeds, batch, seq]`` each seed's batch. The same computation as the model's own
     forward with ``labels=tokens`` (RMSNorm, rotary embedding, causal SDPA, SwiGLU MLP,
     untied unembedding), each seed on its own weights."""
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer
+
     index = {id(p): i for i, p in enumerate(template.parameters())}
     config, core = template.config, template.model
     eps, heads = config.rms_norm_eps, config.num_attention_heads
@@ -265,6 +279,8 @@ def stacked_losses(template, weights: list[torch.Tensor], tokens: torch.Tensor) 
         return h.view(seeds, batch, seq, heads, head_dim).transpose(2, 3)
 
     for layer in decoder_layers(template):
+        if not isinstance(layer, LlamaDecoderLayer):
+            raise InputError(f"stacked_losses: a {type(layer).__name__} is not a zoo Llama layer")
         attn, mlp = layer.self_attn, layer.mlp
         named = (layer.input_layernorm, attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj)
         named += (layer.post_attention_layernorm, mlp.gate_proj, mlp.up_proj, mlp.down_proj)
@@ -275,8 +291,11 @@ def stacked_losses(template, weights: list[torch.Tensor], tokens: torch.Tensor) 
         q, k, v = split(_linear(h, wq)), split(_linear(h, wk)), split(_linear(h, wv))
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
+        q, k, v = (t.reshape(seeds * batch, heads, seq, head_dim) for t in (q, k, v))
         mixed = F.scaled_dot_product_attention(
-            *(t.reshape(seeds * batch, heads, seq, head_dim) for t in (q, k, v)),
+            q,
+            k,
+            v,
             is_causal=True,
             scale=head_dim**-0.5,
         )

@@ -41,21 +41,33 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import torch
+from torch import nn
 
 from induction.errors import InputError, LineageError, one_line
 from induction.models.layers import decoder_layers
 from induction.models.looped import LoopPlan, tie_layers, untie_to_stored
+from induction.progress import Advance, Progress
+from induction.progress import progress as progress_reporter
 from induction.store.io import disk_full
-from induction.training.model import build_model, induction_head_scores, matmul_flops_per_token
+from induction.training.model import (
+    build_model,
+    induction_head_scores,
+    matmul_flops_per_token,
+    progress_label,
+)
 from induction.zoo import corpus as C
 from induction.zoo import vocab as V
 from induction.zoo.probe import probe
 from lineage.growth import PRESETS as GROWTH_PRESETS
 from lineage.growth import duplicate_layers
 from lineage.log import DuplicationLog
+
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM
 
 PROTOCOL = "fixed"
 FAMILIES = ("dense", "lidas", "looped")
@@ -115,7 +127,7 @@ class FixedTrainConfig:
     grow_operator: str = "lidas"  # or "midas" (lineage.growth presets)
     alpha: float = 1.0  # Prop-alpha stage lengths
     grow_at: list[float] | None = None  # explicit growth fractions instead of Prop-alpha
-    optimizer_state: str = "reset"  # optimizer state of copied layers: "reset" or "copy"
+    optimizer_state: Literal["reset", "copy"] = "reset"  # optimizer state of copied layers
     # looped
     loop_block: int = 2
     loops: int = 4
@@ -621,7 +633,9 @@ def stored_layers(cfg: FixedTrainConfig) -> int:
 
 
 # ----------------------------------------------------------------------------- training
-def _initial_model(cfg: FixedTrainConfig):
+def _initial_model(
+    cfg: FixedTrainConfig,
+) -> tuple[LlamaForCausalLM, DuplicationLog | None, LoopPlan | None]:
     log, plan = None, None
     if cfg.family == "dense":
         model = build_model(cfg, cfg.depth)
@@ -634,8 +648,11 @@ def _initial_model(cfg: FixedTrainConfig):
     return model, log, plan
 
 
-def _optimizer(cfg: FixedTrainConfig, model) -> torch.optim.Optimizer:
-    """AdamW over ``model``'s parameters; made after the model is on its training device."""
+def _optimizer(
+    cfg: FixedTrainConfig, model: nn.Module, device: torch.device
+) -> torch.optim.Optimizer:
+    """``model`` moved to its training device, then AdamW over its parameters."""
+    model.to(device)  # in place; called on a Module: transformers wraps ``to`` past type checkers
     return torch.optim.AdamW(
         model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
     )
@@ -656,7 +673,7 @@ class _State:
 
 
 def train_fixed(
-    cfg: FixedTrainConfig,
+    cfg: FixedTrainConfig | None,
     out: Path | None = None,
     progress: bool = True,
     resume: bool = False,
@@ -692,22 +709,26 @@ def train_runs(
     (a resumed seed behind the others trains alone until it catches up) prepare (growth,
     checkpoints), draw their batches, get their losses and gradients from ``step_fn(runs,
     tokens)`` and update. ``draw(runs)``: their batches (default: drawn here by ``batch_at``).
-    Returns ``(model, card)`` per run; ``(model, {})`` when ``stop_at`` stopped them."""
+    Returns ``(model, card)`` per run; ``(model, {})`` when ``stop_at`` stopped them.
+    Progress (:mod:`induction.progress`): one row per run that asked for it."""
     # no TF32 on a GPU: the CPU recipe's float32 matmuls; the caller's setting comes back after
     matmul_precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")
     try:
-        while pending := [r for r in runs if r.st.step < r.cfg.steps]:
-            step = min(r.st.step for r in pending)
-            if stop_at is not None and step >= stop_at:
-                return [(r.model, {}) for r in runs]
-            active = [r for r in pending if r.st.step == step]
-            for run in active:
-                run.prepare()
-            drawn = draw(active) if draw is not None else [None] * len(active)
-            tokens = [run.batch(batch) for run, batch in zip(active, drawn, strict=True)]
-            for run, loss, batch in zip(active, step_fn(active, tokens), tokens, strict=True):
-                run.update(loss, batch)
+        with progress_reporter(any(r.show_progress for r in runs)) as reporter:
+            for run in runs:
+                run.watch(reporter)
+            while pending := [r for r in runs if r.st.step < r.cfg.steps]:
+                step = min(r.st.step for r in pending)
+                if stop_at is not None and step >= stop_at:
+                    return [(r.model, {}) for r in runs]
+                active = [r for r in pending if r.st.step == step]
+                for run in active:
+                    run.prepare()
+                drawn = draw(active) if draw is not None else [None] * len(active)
+                tokens = [run.batch(batch) for run, batch in zip(active, drawn, strict=True)]
+                for run, loss, batch in zip(active, step_fn(active, tokens), tokens, strict=True):
+                    run.update(loss, batch)
     except BaseException as e:
         outs = [r.out for r in runs if r.out is not None]
         full = disk_full(e, outs[0]) if outs else None
@@ -725,52 +746,80 @@ class _Run:
     """One seed's training in progress: its model, optimizer, growth log, counters and files.
     :func:`train_runs` drives one or several (one per seed) through the same steps."""
 
-    def __init__(self, cfg, out, resume, device, progress, seeds_per_process=1, position=0):
+    def __init__(
+        self,
+        cfg: FixedTrainConfig | None,
+        out: Path | str | None,
+        resume: bool,
+        device: str | None,
+        progress: bool,
+        seeds_per_process: int = 1,
+    ):
+        folder = Path(out) if out is not None else None
+        resume_from = None  # the run folder to continue
         if resume:
-            if out is None:
+            if folder is None:
                 raise InputError("resuming needs the run folder")
-            cfg = read_run_config(Path(out))
+            cfg, resume_from = read_run_config(folder), folder
+        elif cfg is None:
+            raise InputError("training needs a config unless it resumes a run folder")
         if device is not None:
             cfg = replace(cfg, device=device)
         validate(cfg)
         torch.set_num_threads(cfg.threads)
-        self.device = device = check_device(cfg.device)
+        self.device = dev = check_device(cfg.device)
         self.grow = growth_steps(cfg)
         self.ckpt_steps = set(checkpoint_steps(cfg))
 
-        if resume and latest_checkpoint(Path(out)) is None:
+        if resume_from is not None and latest_checkpoint(resume_from) is None:
             # stopped before its first checkpoint (a full disk, a kill at step 0): nothing was
             # kept, so the run starts again from its recorded config, as it first would have
-            shutil.rmtree(Path(out) / CHECKPOINTS, ignore_errors=True)
-            (Path(out) / TRAIN_LOG).write_text("")
-            resume = False
+            shutil.rmtree(resume_from / CHECKPOINTS, ignore_errors=True)
+            (resume_from / TRAIN_LOG).write_text("")
+            resume_from = None
             model, log, plan = _initial_model(cfg)
-            opt = _optimizer(cfg, model.to(device))
+            opt = _optimizer(cfg, model, dev)
             st = _State()
-        elif resume:
-            model, opt, log, plan, st = _resume(cfg, Path(out), device)
+        elif resume_from is not None:
+            model, opt, log, plan, st = _resume(cfg, resume_from, dev)
         else:
             model, log, plan = _initial_model(cfg)
-            opt = _optimizer(cfg, model.to(device))
+            opt = _optimizer(cfg, model, dev)
             st = _State()
-            if out is not None:
-                out = Path(out)
-                if (out / CHECKPOINTS).exists() or (out / "card.json").exists():
-                    raise InputError(f"{out} already holds a run; resume it or pass another folder")
-                out.mkdir(parents=True, exist_ok=True)
-                (out / TRAIN_CONFIG).write_text(json.dumps(asdict(cfg), indent=1) + "\n")
-                (out / TRAIN_LOG).write_text("")
+            if folder is not None:
+                if (folder / CHECKPOINTS).exists() or (folder / "card.json").exists():
+                    raise InputError(
+                        f"{folder} already holds a run; resume it or pass another folder"
+                    )
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / TRAIN_CONFIG).write_text(json.dumps(asdict(cfg), indent=1) + "\n")
+                (folder / TRAIN_LOG).write_text("")
         self.cfg, self.out, self.model, self.opt, self.log, self.plan, self.st = (
-            cfg, Path(out) if out is not None else None, model, opt, log, plan, st
+            cfg, folder, model, opt, log, plan, st
         )  # fmt: skip
-        self.resumed_at = st.step if resume else None
-        if not st.devices or st.devices[-1] != device_label(device):
-            st.devices.append(device_label(device))
+        self.resumed_at = st.step if resume_from is not None else None
+        if not st.devices or st.devices[-1] != device_label(dev):
+            st.devices.append(device_label(dev))
         if not st.seeds_per_process or st.seeds_per_process[-1] != seeds_per_process:
             st.seeds_per_process.append(seeds_per_process)
         self.logfile = open(self.out / TRAIN_LOG, "a") if self.out is not None else None
-        self.bar = _progress(progress, cfg, st.step, position)
+        self.show_progress = progress
+        self.advance = Advance()  # a no-op until :meth:`watch`
+        self.shown: tuple[float, float] | None = None  # (loss, score) of the last measured step
+        self.watched = (time.monotonic(), st.step, st.flops)  # (time, step, FLOPs) at the start
         self.start = time.time()
+
+    def watch(self, reporter: Progress) -> None:
+        """Report this run's steps as a task of ``reporter`` from now on (a resumed run's
+        starts at its step); rates and the time left count this session's steps only."""
+        if not self.show_progress:
+            return
+        self.advance = reporter.task(self.cfg.steps, model_name(self.cfg))
+        depth = len(decoder_layers(self.model))
+        self.advance.describe(progress_label(model_name(self.cfg), depth, 0, 0.0))
+        if self.st.step:
+            self.advance(self.st.step)
+        self.watched = (time.monotonic(), self.st.step, self.st.flops)
 
     def prepare(self) -> None:
         """Growth, checkpoint or bare resume state due before the update of this step."""
@@ -836,7 +885,7 @@ class _Run:
             st.history.append(
                 {"step": st.step, "loss": round(loss, 4), "score": round(score, 4), "depth": depth}
             )
-            self.bar(st.step, loss, score, depth)
+            self.shown = (loss, score)
         if cfg.probe_every and (st.step % cfg.probe_every == 0 or st.step == cfg.steps):
             found = probe(model, n_seq=32)
             row |= {"lookup": found.lookup, "varassign": found.varassign,
@@ -848,9 +897,26 @@ class _Run:
         if self.logfile is not None:
             self.logfile.write(json.dumps(row) + "\n")
             self.logfile.flush()
+        if self.show_progress:
+            self._show(depth)
+
+    def _show(self, depth: int) -> None:
+        """Advance the progress row; its time left is this session's seconds per FLOP times
+        the FLOPs of the steps left, which grow with each growth event and longer sequence
+        still to come (a linear estimate would promise a grown model's end too early)."""
+        start, first_step, first_flops = self.watched
+        seconds, st = time.monotonic() - start, self.st
+        loss, score = self.shown if self.shown is not None else (None, None)
+        name = model_name(self.cfg)
+        self.advance.describe(
+            progress_label(name, depth, st.step - first_step, seconds, loss, score)
+        )
+        if st.flops > first_flops and st.step < self.cfg.steps:
+            left = _flops_left(self.cfg, st.step, depth)
+            self.advance.left(seconds / (st.flops - first_flops) * left)
+        self.advance()
 
     def close(self) -> None:
-        getattr(self.bar, "close", lambda: None)()  # ends the bar's line before any error
         if self.logfile is not None:
             self.logfile.close()
             self.logfile = None
@@ -864,23 +930,19 @@ class _Run:
         return self.model, card
 
 
-def _progress(enabled: bool, cfg: FixedTrainConfig, initial: int, position: int = 0):
-    from induction.progress import progress_mode
-
-    if progress_mode(enabled) == "off":  # $INDUCTION_PROGRESS=off silences training too
-        return lambda *a: None
-    from tqdm import tqdm
-
-    bar = tqdm(total=cfg.steps, initial=initial, desc=model_name(cfg), unit="step",
-               position=position)  # fmt: skip
-
-    def update(step, loss, score, depth):
-        bar.n = step
-        bar.set_postfix(loss=f"{loss:.3f}", ind=f"{score:.2f}", depth=depth)
-        bar.refresh()
-
-    update.close = bar.close  # ends the bar's line, so an error starts on its own
-    return update
+def _flops_left(cfg: FixedTrainConfig, step: int, depth: int) -> float:
+    """Training FLOPs of steps ``step .. steps - 1`` for a model of ``depth`` layers now,
+    counting the growth events still due (at steps >= ``step``) and each data phase's sequence
+    length: constant between those boundaries, so summed by segment."""
+    due = [g for g in growth_steps(cfg) if g >= step]
+    phase_starts = [round(phase["at"] * cfg.steps) for phase in cfg.phases]
+    edges = sorted({step, cfg.steps, *(b for b in due + phase_starts if step < b < cfg.steps)})
+    total = 0.0
+    for a, b in zip(edges, edges[1:]):
+        layers = depth + cfg.grow_block * sum(g <= a for g in due)
+        seq = phase_at(cfg, a)["seq_len"]
+        total += (b - a) * matmul_flops_per_token(cfg, layers, seq) * cfg.batch * seq
+    return total
 
 
 def _scores(model, cfg: FixedTrainConfig) -> dict:
@@ -1075,7 +1137,9 @@ def _checkpoint_step(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _resume(cfg: FixedTrainConfig, out: Path, device: torch.device):
+def _resume(
+    cfg: FixedTrainConfig, out: Path, device: torch.device
+) -> tuple[LlamaForCausalLM, torch.optim.Optimizer, DuplicationLog | None, LoopPlan | None, _State]:
     folder = _resume_point(out)
     try:
         # a state saved on a GPU resumes anywhere: read to the CPU, moved to ``device`` below
@@ -1099,7 +1163,7 @@ def _resume(cfg: FixedTrainConfig, out: Path, device: torch.device):
         else:
             model = build_model(cfg, log.final_depth if log is not None else cfg.depth)
             model.load_state_dict(state["model"])
-        opt = _optimizer(cfg, model.to(device))
+        opt = _optimizer(cfg, model, device)
         opt.load_state_dict(state["optimizer"])  # moves the moments to their parameters' device
         torch.set_rng_state(state["torch_rng"])
         st = _State(**state["counters"])

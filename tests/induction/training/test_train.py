@@ -1,6 +1,7 @@
 """Zoo training smoke tests: a few steps of each family, determinism, the CLI."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -508,3 +509,52 @@ def test_round4_top_growth_keeps_per_head_scores_per_checkpoint(tmp_path):
     assert sorted(t["event_step"].unique()) == [9, 14, 18, 22]
     assert sorted(t["copy_layer"].unique()) == [3, 4, 5, 6, 7] and t["final_layer"].min() == 3
     assert set(t["class"]) <= set(CLASSES) and copies.series["step"].max() == 30
+
+
+#: A progress line off a terminal (induction.progress): ``name (fields): done/total (pct%), ...``
+PROGRESS_LINE = re.compile(r"^(\S+) \(([^)]*)\): (\d+)/(\d+) \(\d+%\), (.*)$")
+
+
+def progress_lines(monkeypatch, capsys, train_it) -> list[re.Match]:
+    """The progress lines ``train_it()`` writes to a captured (not a terminal) stderr, with
+    the quiet start and the 10 s interval off: one line per tenth of the steps."""
+    from induction import progress
+
+    monkeypatch.setattr(progress, "LINE_QUIET_S", 0)
+    monkeypatch.setattr(progress, "LINE_INTERVAL_S", 1e9)
+    monkeypatch.delenv("INDUCTION_PROGRESS", raising=False)  # the stream chooses the mode
+    capsys.readouterr()
+    train_it()
+    lines = capsys.readouterr().err.splitlines()
+    rows = [PROGRESS_LINE.match(line) for line in lines]
+    assert lines and all(rows), lines
+    return [r for r in rows if r is not None]
+
+
+def test_training_progress_writes_the_projects_lines_off_a_terminal(monkeypatch, capsys):
+    """Both trainers report through induction.progress as every job does (#43): off a terminal
+    one line per tenth of the steps with the depth, the monitor's ``ind=`` and the loss of the
+    last measured step, the rate and the time left; nothing when progress is off."""
+    from induction.training.protocol import train_fixed
+
+    rows = progress_lines(monkeypatch, capsys, lambda: train_fixed(fixed("lidas8")))
+    assert [(r[1], int(r[3]), int(r[4])) for r in rows] == [
+        ("lidas8-s0", 3 * k, 30) for k in range(1, 11)
+    ]
+    depths = [int(r[2].split(",")[0].removeprefix("depth ")) for r in rows]
+    assert depths == sorted(depths) and depths[0] < depths[-1]  # grown on the way
+    for row in rows:
+        measured = int(row[3]) >= 10  # eval_every 10: ind= and the loss from step 10 on
+        assert bool(re.search(r"ind=\d\.\d\d, loss \d+\.\d{3}", row[2])) == measured, row[0]
+        assert re.search(r"\d+\.\d+ (step/s|s/step)$", row[2]), row[0]
+        assert re.fullmatch(r"\d+ s elapsed, ~\d+ s left", row[5]) or (
+            row[3] == "30" and re.fullmatch(r"done in \d+ s", row[5])
+        ), row[0]
+
+    rows = progress_lines(monkeypatch, capsys, lambda: train(tiny("dense", depth=2)))
+    assert [(r[1], r[3], r[4]) for r in rows] == [("dense2-s0", str(k), "4") for k in (1, 2, 3, 4)]
+    assert "ind=" in rows[-1][2] and rows[-1][5].startswith("done in")
+
+    monkeypatch.setenv("INDUCTION_PROGRESS", "lines")
+    train_fixed(fixed("dense8", steps=10), progress=False)
+    assert capsys.readouterr().err == ""
