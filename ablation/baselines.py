@@ -58,7 +58,7 @@ def chance_check(
 ) -> ChanceCheck:
     """Compare a rule's per-item hits (0/1) with the per-item chance of a blind guess."""
     h, c = np.asarray(hits, dtype=float), np.asarray(chance, dtype=float)
-    return ChanceCheck(rule, float(h.mean()), float(c.mean()), tolerance(c), one_sided)
+    return ChanceCheck(rule, float(h.mean()), float(c.mean()), tolerance(chance), one_sided)
 
 
 def position_uniformity(ranks: Sequence[int], sizes: Sequence[int], seed: int = 0):

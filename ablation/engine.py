@@ -46,6 +46,8 @@ from induction.errors import InputError
 from induction.models.kv_cache import cache_argument, enable_kv_cache, selected
 
 ENGINE_VERSION = 2  # 2: typed results (ablation.results), items per metric
+#: What a pass hooks: one head set, or several sets side by side in the batch's rows.
+Ablation = HeadAblation | HeadSetsAblation
 
 
 @dataclass
@@ -107,7 +109,9 @@ class Engine:
     def _token_texts(self) -> list[str]:
         if self._vocab_text is None:
             n = len(self.tok)
-            self._vocab_text = self.tok.batch_decode([[i] for i in range(n)])
+            texts: list[str] = self.tok.batch_decode([[i] for i in range(n)])
+            self._vocab_text = texts
+            return texts
         return self._vocab_text
 
     def _suspects(self, stops: Sequence[str]) -> torch.Tensor:
@@ -274,7 +278,7 @@ class Engine:
         width = max(ids.shape[1] for _, ids, _ in prep.batches)
         vocab = self._vocab()
         gen = isinstance(prep.task, GenTask)
-        t = width + (prep.task.max_new_tokens if gen else 0)
+        t = width + (prep.task.max_new_tokens if isinstance(prep.task, GenTask) else 0)
         kv = 2 * int(cfg.n_layers) * info["kv_heads"] * info["d_head"] * t * elem
         attn = 3 * int(cfg.n_heads) * t * t * 4  # scores, softmax, probabilities (float32)
         act = 2 * t * (4 * info["d_model"] + 3 * info["d_mlp"]) * elem
@@ -284,7 +288,9 @@ class Engine:
             per_row += 4 * (kv + 2 * vocab * 4 * 4)
         return max(1, rows * per_row)
 
-    def _evaluate(self, prep: Prepared, ablation, n_sets: int, on_batch) -> list[EvalResult]:
+    def _evaluate(
+        self, prep: Prepared, ablation: Ablation | None, n_sets: int, on_batch
+    ) -> list[EvalResult]:
         t0 = time.perf_counter()
         hooks = ablation.fwd_hooks() if ablation is not None and ablation.heads else []
         with self.bridge.hooks(fwd_hooks=hooks):
@@ -295,7 +301,7 @@ class Engine:
         self.timer.total_s += time.perf_counter() - t0
         return out
 
-    def _rows_of_sets(self, ablation, n_sets: int, rows: int) -> None:
+    def _rows_of_sets(self, ablation: Ablation | None, n_sets: int, rows: int) -> None:
         """Tell a :class:`HeadSetsAblation` that the batch is ``n_sets`` blocks of ``rows``."""
         if isinstance(ablation, HeadSetsAblation):
             sets = torch.arange(n_sets, device=self.device)
@@ -312,8 +318,11 @@ class Engine:
         self.timer.forwards += 1
         return out
 
-    def _eval_gen(self, prep: Prepared, ablation, n_sets: int, on_batch) -> list[EvalResult]:
-        task: GenTask = prep.task  # type: ignore[assignment]
+    def _eval_gen(
+        self, prep: Prepared, ablation: Ablation | None, n_sets: int, on_batch
+    ) -> list[EvalResult]:
+        task = prep.task
+        assert isinstance(task, GenTask), "_evaluate sends only generation tasks here"
         suspects = self._suspects(task.stop)
         preds: list[list[str]] = [[""] * len(task.items) for _ in range(n_sets)]
         cand_lp: list[dict[int, dict[int, float]]] = [{} for _ in range(n_sets)]
@@ -341,29 +350,33 @@ class Engine:
         return [self._gen_result(prep, preds[k], cand_lp[k]) for k in range(n_sets)]
 
     def _gen_result(self, prep: Prepared, preds: list[str], cand_lp: dict) -> EvalResult:
-        task: GenTask = prep.task  # type: ignore[assignment]
+        task = prep.task
+        assert isinstance(task, GenTask), "_eval_gen's tasks are generation tasks"
         metric_names = [task.metric] + (["em"] if task.metric == "f1" else [])
         items = {}
         for name in metric_names:
-            score = metrics.get_metric(name).score
+            score = metrics.get_metric(name).text_score()
             items[name] = [score(p, it.golds) for p, it in zip(preds, task.items, strict=True)]
         if prep.readout is not None:
             items |= R.finish(prep.readout, cand_lp)
         scores = {name: _mean(values) for name, values in items.items()}
         return EvalResult(scores=scores, items=items, predictions=preds)
 
-    def _readout_reader(self, rplan: R.ReadoutPlan, items, ablation, store, n_sets: int = 1):
+    def _readout_reader(
+        self, rplan: R.ReadoutPlan, items, ablation: Ablation | None, store, n_sets: int = 1
+    ):
         """A prefill callback for :meth:`generate` that scores the batch's readouts (batch row
         ``r`` holds item ``items[r]``) from the prompt's last-position logits and KV cache,
         handing each row's candidate log-probabilities to ``store(r, scores)``."""
 
         def read(last_logits, cache, ids, pos, mask):
-            row_sets = getattr(ablation, "row_sets", None)
+            sets = ablation if isinstance(ablation, HeadSetsAblation) else None
+            row_sets = sets.row_sets if sets is not None else None
 
             def continue_rows(source, prefix_ids, prefix_mask):
                 source = source.to(self.device)
-                if row_sets is not None:
-                    ablation.row_sets = row_sets[source]
+                if sets is not None and row_sets is not None:
+                    sets.row_sets = row_sets[source]
                 width = prefix_ids.shape[1]
                 if int(pos[source, -1].max()) + 1 + width > self.max_len:
                     if ablation is not None:  # right-padded full rows: positions 0..T-1
@@ -388,8 +401,8 @@ class Engine:
                 store(r, scores)
             if ablation is not None:
                 ablation.positions = None
-            if row_sets is not None:
-                ablation.row_sets = row_sets
+            if sets is not None and row_sets is not None:
+                sets.row_sets = row_sets
 
         return read
 
@@ -432,7 +445,7 @@ class Engine:
         max_new_tokens: int,
         stop: Sequence[str] = ("\n",),
         suspects: torch.Tensor | None = None,
-        ablation: HeadAblation | None = None,
+        ablation: Ablation | None = None,
         raw: bool = False,
         on_prefill=None,
     ) -> list[str]:
@@ -502,8 +515,11 @@ class Engine:
             answers.append(text[:cut].strip())
         return answers
 
-    def _eval_dist(self, prep: Prepared, ablation, n_sets: int, on_batch) -> list[EvalResult]:
-        task: DistTask = prep.task  # type: ignore[assignment]
+    def _eval_dist(
+        self, prep: Prepared, ablation: Ablation | None, n_sets: int, on_batch
+    ) -> list[EvalResult]:
+        task = prep.task
+        assert isinstance(task, DistTask), "_evaluate sends only distribution tasks here"
         tvds = [[0.0] * len(task.items) for _ in range(n_sets)]
         accs = [[0.0] * len(task.items) for _ in range(n_sets)]
         for idx, ids, mask in prep.batches:

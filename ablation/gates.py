@@ -58,7 +58,7 @@ def chance_level(task: GenTask, metric: str | None = None) -> float:
         return R.chance(task)
     if metric == "logprob":
         return float(np.mean([math.log(1.0 / len(c)) for c in cands]))
-    score = get_metric(metric or task.metric).score
+    score = get_metric(metric or task.metric).text_score()
     answer_set = sorted({c for cs in cands for c in cs})
     constant = max(
         (float(np.mean([score(a, it.golds) for it in task.items])) for a in answer_set),

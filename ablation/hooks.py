@@ -38,20 +38,21 @@ from torch import Tensor
 
 from ablation.config import MEAN_OVER, MODES, AblationMode, MeanOver  # noqa: F401  (re-exported)
 from induction.errors import InputError
-from induction.heads import Head
 
 
 def hook_name(layer: int) -> str:
     return f"blocks.{layer}.attn.hook_z"
 
 
-def tie_heads(heads: Iterable[Head], unrolled_layers: Sequence[tuple[int, int]]) -> list[Head]:
+def tie_heads(
+    heads: Iterable[tuple[int, int]], unrolled_layers: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
     """Expand heads to every unrolled layer that shares their block layer (looped models).
 
     ``unrolled_layers[i] = (block_layer, pass)`` for unrolled layer ``i``.
     """
     block_of = [blk for blk, _ in unrolled_layers]
-    out: set[Head] = set()
+    out: set[tuple[int, int]] = set()
     for layer, head in heads:
         out.update((i, head) for i, blk in enumerate(block_of) if blk == block_of[layer])
     return sorted(out)
@@ -148,7 +149,7 @@ class HeadAblation:
 
     def __init__(
         self,
-        heads: Iterable[Head],
+        heads: Iterable[tuple[int, int]],
         mode: AblationMode = "zero",
         means: HeadMeans | None = None,
         mean_over: MeanOver = "all",
@@ -160,9 +161,9 @@ class HeadAblation:
         if mode == "mean" and means is None:
             raise InputError("mean ablation needs head means (see head_means)")
         self.heads = sorted(set((int(a), int(b)) for a, b in heads))
-        self.mode = mode
+        self.mode: AblationMode = mode
         self.means = means
-        self.mean_over = mean_over
+        self.mean_over: MeanOver = mean_over
         self.positions: Int[Tensor, "batch seq"] | None = None
         self.by_layer: dict[int, list[int]] = {}
         for layer, head in self.heads:
@@ -214,7 +215,7 @@ class HeadSetsAblation:
 
     def __init__(
         self,
-        sets: Sequence[Iterable[Head]],
+        sets: Sequence[Iterable[tuple[int, int]]],
         n_heads: int,
         mode: AblationMode = "zero",
         means: HeadMeans | None = None,
@@ -268,7 +269,7 @@ class HeadSetsAblation:
 @contextmanager
 def ablate_heads(
     model,
-    heads: Iterable[Head] | HeadAblation,
+    heads: Iterable[tuple[int, int]] | HeadAblation,
     mode: AblationMode = "zero",
     means: HeadMeans | None = None,
     mean_over: MeanOver = "all",

@@ -34,13 +34,19 @@ import logging
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
+from ablation.config import AblationMode, MeanOver
 from ablation.engine import ResultCache, ablation_key
 from ablation.results import CLEAN, EvalResult, TaskResults
 from induction.errors import InputError
+
+if TYPE_CHECKING:
+    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.result_schema import EvalResults
 
 INSTALL_HINT = "pip install 'induction-workbench[lm-eval]' (or: pip install lm-eval)"
 BACKEND_VERSION = 1
@@ -235,7 +241,7 @@ def _load_tasks(tm, names: list[str]) -> dict:
     return merged
 
 
-def _unreadable_data(e: BaseException) -> str | None:
+def _unreadable_data(e: BaseException | None) -> str | None:
     """The parse error behind a ``datasets`` generation error, when a local file's content is
     what failed (pyarrow's ``ArrowInvalid``, a JSON or CSV error), as one short line."""
     seen = 0
@@ -359,7 +365,8 @@ def _scan_loader(tags: list):
 
     base = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
 
-    class Loader(base):  # type: ignore[misc, valid-type]
+    # the base is chosen at run time (the C loader when libyaml is there): no static class
+    class Loader(base):  # pyright: ignore[reportGeneralTypeIssues]
         pass
 
     def tagged(loader, _suffix, node):
@@ -439,7 +446,8 @@ class _ConfigScan:
         ones against the working directory and against the config's folder (see
         :func:`_data_folder`)."""
         cfg = self.cfg
-        kwargs = cfg.get("dataset_kwargs") if isinstance(cfg.get("dataset_kwargs"), dict) else {}
+        given_kwargs = cfg.get("dataset_kwargs")
+        kwargs = given_kwargs if isinstance(given_kwargs, dict) else {}
         files = kwargs.get("data_files")
         values = files.values() if isinstance(files, dict) else [files]
         given = [v for f in values for v in (f if isinstance(f, list) else [f])]
@@ -638,15 +646,17 @@ def _fake_results(task, doc) -> list:
     return [0.0]  # loglikelihood_rolling
 
 
-def _check_scoring(name: str, task, docs: list) -> None:
+def _check_scoring(name: str, task: ConfigurableTask, docs: list) -> None:
     """A dry run of the task's ``metric_list`` on its first document (LE14): a metric that does
     not fit the task's output type (``acc`` on generated text) or that does not exist fails
     here in one line, not in the harness after the model has run."""
     if not docs:
         return
     try:
-        values = task.process_results(docs[0], _fake_results(task, docs[0]))
-        aggregations = task.aggregation()
+        # the harness's contract: values by metric name, and each metric's aggregation
+        # reduces a list of them to a number
+        values: dict[str, object] = task.process_results(docs[0], _fake_results(task, docs[0]))
+        aggregations: dict[str, Callable[[list], SupportsFloat | str]] = task.aggregation()
         for metric, value in values.items():
             aggregate = aggregations.get(metric)
             if not callable(aggregate):
@@ -716,8 +726,8 @@ def run_lm_eval(
     loaded,
     suite: LmEvalSuite,
     plan,
-    mode: str = "zero",
-    mean_over: str = "all",
+    mode: AblationMode = "zero",
+    mean_over: MeanOver = "all",
     batch_size: int = 32,
     cache: ResultCache | None = None,
     progress: bool = True,
@@ -771,6 +781,8 @@ def run_lm_eval(
                 if _is_sandbox_error(e):
                     raise _sandbox_refusal(",".join(tasks), e) from None
                 raise
+            if out is None:  # evaluate answers only on the main process; we run one
+                raise RuntimeError("lm-eval's evaluate returned no results")
             for name, key in missing.items():
                 task = next(t for t in suite.tasks if t.name == name and t.seed == seed)
                 res = _eval_result(out, task)
@@ -794,11 +806,11 @@ def _key(task: LmEvalTask) -> str:
     return task_key(task)
 
 
-def _eval_result(out: dict, task: LmEvalTask) -> EvalResult:
+def _eval_result(out: EvalResults, task: LmEvalTask) -> EvalResult:
     """The harness's aggregate per metric (``scores``), its per-document values (``items``:
     NaN where a value is not a number, e.g. perplexity's ``(loglik, words)`` pairs) and, for
     generation tasks, the filtered answers."""
-    agg = out["results"][task.name]
+    agg = out.get("results", {})[task.name]
     samples = out.get("samples", {}).get(task.name, [])
     scores: dict[str, float] = {}
     items: dict[str, list[float]] = {}
@@ -855,7 +867,7 @@ def _quiet():
         module = importlib.import_module(module_name)
         original = getattr(module, "tqdm", None)
         if original is not None:
-            module.tqdm = _silent_tqdm(original)
+            setattr(module, "tqdm", _silent_tqdm(original))  # an attribute no stub declares
             patched.append((module, original))
     import datasets
 

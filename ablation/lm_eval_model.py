@@ -36,6 +36,7 @@ from lm_eval.api.model import TemplateLM
 from lm_eval.models.utils import normalize_gen_kwargs
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 
+from ablation.config import AblationMode, MeanOver
 from ablation.engine import Engine
 from ablation.hooks import HeadAblation, HeadMeans, ablate_heads, head_means
 from induction.errors import InputError
@@ -65,13 +66,16 @@ class AblatedLM(TemplateLM):
         self.batch_size = self.engine.batch_size
         self.max_gen_toks = max_gen_toks
         self.heads: list[tuple[int, int]] = []
-        self.mode = "zero"
-        self.mean_over = "all"
+        self.mode: AblationMode = "zero"
+        self.mean_over: MeanOver = "all"
         self._means: dict[str, HeadMeans] = {}
 
     # ------------------------------------------------------------------ ablation
     def set_heads(
-        self, heads: Sequence[tuple[int, int]], mode: str = "zero", mean_over: str = "all"
+        self,
+        heads: Sequence[tuple[int, int]],
+        mode: AblationMode = "zero",
+        mean_over: MeanOver = "all",
     ):
         """Ablate ``heads`` (``[(layer, head), ...]``; empty: clean) in every later request."""
         HeadAblation(heads, mode, HeadMeans({}) if mode == "mean" else None, mean_over)  # checks
@@ -175,7 +179,7 @@ class AblatedLM(TemplateLM):
             inputs.append(whole[:-1])
             n_cont.append(min(len(cont), len(whole) - 1))
             targets.append(whole[-n_cont[-1] :])
-        out: list[tuple[float, bool] | None] = [None] * len(requests)
+        out: dict[int, tuple[float, bool]] = {}  # by request index: every one is answered
         ablation = self._ablation(inputs)
         with ablate_heads(self.bridge, ablation or []):
             for idx, ids, mask in self._batches(inputs, left=False, budget=self.engine.dist_budget):
@@ -193,10 +197,11 @@ class AblatedLM(TemplateLM):
                     score = float(logp.gather(-1, tgt[:, None]).sum())
                     greedy = bool((logp.argmax(-1) == tgt).all())
                     out[i] = (score, greedy)
-        for (strings, _, _), answer in zip(requests, out, strict=True):
+        answers = [out[i] for i in range(len(requests))]
+        for (strings, _, _), answer in zip(requests, answers, strict=True):
             if strings is not None and strings[0] is not None:
                 self.cache_hook.add_partial("loglikelihood", strings, answer)
-        return out
+        return answers
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = True) -> list[float]:
         """Summed log probability of each whole string over the harness's disjoint windows
@@ -227,7 +232,7 @@ class AblatedLM(TemplateLM):
     # ------------------------------------------------------------------ generation
     def generate_until(self, requests, disable_tqdm: bool = True) -> list[str]:
         """Greedy answers, grouped by generation settings; see the module docstring."""
-        out: list[str | None] = [None] * len(requests)
+        out: dict[int, str] = {}  # by request index: every one is answered
         groups: dict[str, list[int]] = {}
         for n, req in enumerate(requests):
             key = json.dumps(req.args[1], sort_keys=True, default=str)
@@ -240,8 +245,9 @@ class AblatedLM(TemplateLM):
                     f"lm-eval task {first.task_name!r} samples (do_sample: true); ablation "
                     "runs decode greedily: set generation_kwargs do_sample: false"
                 )
-            until = [s for s in kwargs["until"] if s]
-            max_new = int(kwargs["max_gen_toks"])
+            # normalize_gen_kwargs always sets both keys (its TypedDict marks none required)
+            until = [s for s in kwargs.get("until", []) if s]
+            max_new = int(kwargs.get("max_gen_toks", self.max_gen_toks))
             budget = self.max_length - max_new
             if budget < 1:
                 raise InputError(
@@ -254,7 +260,7 @@ class AblatedLM(TemplateLM):
                     text = text.split(stop)[0]
                 out[n] = text
                 self.cache_hook.add_partial("generate_until", requests[n].args, text)
-        return out  # type: ignore[return-value]
+        return [out[n] for n in range(len(requests))]
 
     @torch.inference_mode()
     def _generate(self, contexts: list[list[int]], until: list[str], max_new: int) -> list[str]:

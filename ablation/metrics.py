@@ -112,7 +112,7 @@ def digits_match(prediction: str, golds: str | Iterable[str]) -> float:
     return float(any(pred == spelled_number(g) for g in _as_golds(golds)))
 
 
-def tvd(p: Sequence[float], q: Sequence[float]) -> float:
+def tvd(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray) -> float:
     """Total variation distance ½Σ|p − q| between two distributions over the same support."""
     if len(p) != len(q):
         raise InputError(f"distributions of different sizes: {len(p)} vs {len(q)}")
@@ -149,6 +149,12 @@ class Metric:
     kind: str  # "text" | "dist"
     score: Callable[[str, Sequence[str]], float] | None = None
     description: str = ""
+
+    def text_score(self) -> Callable[[str, Sequence[str]], float]:
+        """``score`` of a "text" metric; a "dist" metric has none and is refused."""
+        if self.score is None:
+            raise InputError(f"metric {self.name!r} scores distributions, not generated answers")
+        return self.score
 
 
 METRICS: dict[str, Metric] = {

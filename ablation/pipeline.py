@@ -12,7 +12,7 @@ induction score and report the mean F1 drop over 19 few-shot tasks; see ``docs/r
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from induction.heads import head_label
 from induction.store.io import guards_inputs
 
 if TYPE_CHECKING:
+    from ablation.lm_eval_backend import LmEvalTask
     from ablation.token_loss import TokenLossResult
     from induction.models.loading import LoadedModel
     from induction.models.specs import ModelLike
@@ -60,7 +61,7 @@ class AblationResult:
     token_loss: TokenLossResult | None = None
 
     @property
-    def tasks(self) -> list[Task]:
+    def tasks(self) -> Sequence[Task | LmEvalTask]:
         return self.run.tasks
 
     @property
@@ -497,10 +498,15 @@ def check_prompt_fit(tasks: list[Task], loaded, cfg: AblationConfig, suite: str)
             )
     if cfg.shots is None:
         return None
-    cut = sorted({t.name for t in tasks if getattr(t, "shots_kept", cfg.shots) < cfg.shots})
+    kept = [
+        (t.name, t.shots_kept)
+        for t in tasks
+        if isinstance(t, GenTask) and t.shots_kept is not None and t.shots_kept < cfg.shots
+    ]
+    cut = sorted({name for name, _ in kept})
     if not cut:
         return None
-    fewest = min(t.shots_kept for t in tasks if t.name in cut)
+    fewest = min(n for _, n in kept)
     return (
         f"--shots {cfg.shots} does not fit the {budget}-token prompt budget: {', '.join(cut)} "
         f"keep the newest demonstrations that fit (at least {fewest})"

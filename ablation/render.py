@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from rich.markup import escape
 
 from induction.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
 
 #: Bar colours of the target (top heads) drop by kind of row, and of the random controls.
 TASK_COLOR = "#636efa"
@@ -106,7 +110,12 @@ def report_figure(df: pd.DataFrame, title: str = ""):
         for k in range(1, len(labels)):
             if kinds[labels[k]] != kinds[labels[k - 1]]:
                 fig.add_hline(
-                    y=k - 0.5, line_dash="dot", line_color="#777777", line_width=1, row=1, col=col
+                    y=k - 0.5,
+                    line_dash="dot",
+                    line_color="#777777",
+                    line_width=1,
+                    row=1,  # pyright: ignore[reportArgumentType]  (plotly types row/col as str)
+                    col=col,  # pyright: ignore[reportArgumentType]
                 )
     for kind, name in (
         ("control", f"{DAGGER} positive control (induction by construction; not in the means)"),
@@ -173,7 +182,7 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
     console = console or Console()
     table = Table(title=title, title_justify="left")
     longest = max((len(str(t)) + 2 for t in df.task), default=4)
-    for col, just in [
+    columns: list[tuple[str, JustifyMethod]] = [
         ("task", "left"),
         ("metric", "left"),
         ("n", "right"),
@@ -185,7 +194,8 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
         ("p_ctrl", "right"),
         ("shaped", "right"),
         ("p_shaped", "right"),
-    ]:
+    ]
+    for col, just in columns:
         if col == "task":  # a pipe is 120 columns: the task name keeps its width, whole
             table.add_column(col, justify=just, min_width=min(longest, 40), overflow="fold")
         else:
@@ -193,14 +203,14 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
     for r in df.itertuples():
         ctrl = (
             "-"
-            if math.isnan(r.ctrl_mean)
+            if _missing(r.ctrl_mean)
             else (
                 f"{r.ctrl_mean:+.3f} ± {r.ctrl_std:.3f}"
-                if not math.isnan(r.ctrl_std)
+                if not _missing(r.ctrl_std)
                 else f"{r.ctrl_mean:+.3f}"
             )
         )
-        z = "-" if math.isnan(r.z) else f"{r.z:+.1f}"
+        z = "-" if _missing(r.z) else f"{r.z:+.1f}"
         style = "bold" if str(r.task).startswith("MEAN") else None
         control = _is_control(getattr(r, "positive_control", False))
         shaped_mean = getattr(r, "shaped_mean", math.nan)
@@ -208,14 +218,14 @@ def print_table(df: pd.DataFrame, title: str = "", console=None) -> None:
         p_shaped = getattr(r, "p_shaped", math.nan)
         table.add_row(
             escape(f"{r.task} †" if control else str(r.task)),
-            r.metric,
+            str(r.metric),
             str(r.n),
             f"{r.clean:.3f}",
             f"{r.ablated:.3f}",
-            f"{r.drop:+.3f}" + ("" if math.isnan(r.seed_std) else f" ± {r.seed_std:.3f}"),
+            f"{r.drop:+.3f}" + ("" if _missing(r.seed_std) else f" ± {r.seed_std:.3f}"),
             ctrl,
             z,
-            "-" if math.isnan(r.p_ctrl) else f"{r.p_ctrl:.2f}",
+            "-" if _missing(r.p_ctrl) else f"{r.p_ctrl:.2f}",
             shaped,
             "-" if _missing(p_shaped) else f"{p_shaped:.2f}",
             style=style,

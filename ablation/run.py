@@ -11,8 +11,10 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -38,6 +40,9 @@ from induction.errors import InputError
 from induction.heads import head_label
 from induction.scores.score_names import HEAD_SCORE_PROVIDERS, register_head_score
 
+if TYPE_CHECKING:
+    from ablation.lm_eval_backend import LmEvalTask
+
 
 @dataclass
 class HeadPlan:
@@ -46,7 +51,7 @@ class HeadPlan:
     selection: str
     scores: pd.DataFrame | None = None
     tied: bool = False
-    unrolled_layers: list | None = None
+    unrolled_layers: list[tuple[int, int]] | None = None  # (block layer, pass); when tied
     # controls with the target's heads-per-layer profile (selection.shaped_controls)
     shaped: list[list[tuple[int, int]]] = field(default_factory=list)
     band: int | None = None
@@ -60,9 +65,13 @@ class HeadPlan:
             + [(shaped_label(i), c) for i, c in enumerate(self.shaped)]
         )
 
-    def expand(self, heads):
+    def expand(self, heads: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
         """Heads actually hooked (all passes of a tied looped model)."""
-        return tie_heads(heads, self.unrolled_layers) if self.tied else list(heads)
+        if not self.tied:
+            return list(heads)
+        if self.unrolled_layers is None:
+            raise ValueError("a tied head plan needs the model's unrolled layers")
+        return tie_heads(heads, self.unrolled_layers)
 
 
 @dataclass
@@ -70,7 +79,7 @@ class RunResult:
     """Every task instance evaluated clean, with the target heads ablated and under each
     control: ``results[task_key(task)][label]`` is an :class:`EvalResult`."""
 
-    tasks: list[Task]
+    tasks: Sequence[Task | LmEvalTask]
     plan: HeadPlan
     results: dict[str, TaskResults]
     meta: dict = field(default_factory=dict)
@@ -295,7 +304,7 @@ def plan_heads(
     for name, value in (("n_controls", n_controls), ("seed", seed)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise InputError(f"{name} must be an integer >= 0, got {value!r}")
-    unrolled = None
+    unrolled: list[tuple[int, int]] = []  # (block layer, pass) per unrolled layer, when tied
     if tied:
         plan = loaded.loop_plan
         if plan is None:
@@ -327,7 +336,7 @@ def plan_heads(
             read = [score, *([exclude[0]] if exclude and exclude[0] in scores.columns else [])]
             check_score_table(scores, read, info.n_layers, info.n_heads)
         table = tied_scores(scores, unrolled) if tied else scores
-        excluded: list = []
+        excluded: list[tuple[int, int]] = []
         if exclude is not None:
             ex_score, ex_frac = exclude
             if ex_score not in table.columns:
@@ -388,14 +397,14 @@ def plan_heads(
         selection=selection,
         scores=scores,
         tied=tied,
-        unrolled_layers=unrolled,
+        unrolled_layers=unrolled if tied else None,
         shaped=shaped,
         band=band,
         notes=notes,
     )
 
 
-def _first_pass(unrolled, layer: int) -> int:
+def _first_pass(unrolled: list[tuple[int, int]], layer: int) -> int:
     block = unrolled[layer][0]
     return next(i for i, (b, _) in enumerate(unrolled) if b == block)
 
@@ -460,7 +469,8 @@ def run_ablation(
         from induction.store.cache_integrity import note_damaged
 
         s = "" if misfits == 1 else "s"
-        note_damaged(cache.path, f"{misfits} result{s} that do not fit their task")
+        where = cache.path or "the run's in-memory cache"
+        note_damaged(where, f"{misfits} result{s} that do not fit their task")
     n_batches = sum(len(p.batches) for p, *_ in todo)
     bar = _progress(progress, n_batches)
     by_prep: dict[int, list] = {}

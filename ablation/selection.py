@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from induction.errors import InputError
-from induction.heads import Head, heads_label
+from induction.heads import heads_label
 from induction.heads import parse_heads as read_heads
 
 
@@ -35,7 +35,7 @@ def n_selected(frac: float, n_total: int) -> int:
     return max(1, math.ceil(round(frac * n_total, 9)))
 
 
-def top_frac(scores: pd.DataFrame, frac: float, score: str = "induction") -> list[Head]:
+def top_frac(scores: pd.DataFrame, frac: float, score: str = "induction") -> list[tuple[int, int]]:
     """The ``ceil(frac * len(scores))`` heads with the highest ``score`` (a detector DataFrame
     with columns ``layer``, ``head`` and the score column)."""
     if score not in scores.columns:
@@ -44,7 +44,7 @@ def top_frac(scores: pd.DataFrame, frac: float, score: str = "induction") -> lis
     return top_k(scores, n_selected(frac, len(scores)), score)
 
 
-def top_k(scores: pd.DataFrame, k: int, score: str = "induction") -> list[Head]:
+def top_k(scores: pd.DataFrame, k: int, score: str = "induction") -> list[tuple[int, int]]:
     """The ``k`` heads with the highest ``score``, ties by (layer, head); sorted. A score
     column without a single number ranks nothing and is refused."""
     if k > 0 and not scores[score].notna().any():
@@ -52,29 +52,30 @@ def top_k(scores: pd.DataFrame, k: int, score: str = "induction") -> list[Head]:
     ordered = scores.assign(_s=scores[score].fillna(-math.inf)).sort_values(
         ["_s", "layer", "head"], ascending=[False, True, True], kind="mergesort"
     )
-    return sorted((int(r.layer), int(r.head)) for r in ordered.head(k).itertuples())
+    top = ordered.head(k)
+    return sorted(zip(top["layer"].astype(int).tolist(), top["head"].astype(int).tolist()))
 
 
-def parse_heads(spec: str, n_layers: int, n_heads: int) -> list[Head]:
+def parse_heads(spec: str, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
     """``--heads``: :func:`induction.heads.parse_heads` (one grammar and one set of refusals
     for every command), as a set in (layer, head) order."""
     return sorted(read_heads(spec, n_layers, n_heads))
 
 
-def all_heads(n_layers: int, n_heads: int) -> list[Head]:
+def all_heads(n_layers: int, n_heads: int) -> list[tuple[int, int]]:
     return [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
 
 
 def random_controls(
-    target: Sequence[Head],
+    target: Sequence[tuple[int, int]],
     n_layers: int,
     n_heads: int,
     n_controls: int,
     seed: int = 0,
     match_layers: bool = False,
     exclude_target: bool = True,
-    pool: Sequence[Head] | None = None,
-) -> list[list[Head]]:
+    pool: Sequence[tuple[int, int]] | None = None,
+) -> list[list[tuple[int, int]]]:
     """``n_controls`` random head sets of ``len(target)`` heads each (see module docs).
 
     ``pool`` restricts the candidate heads (e.g. the first pass of a looped model when heads
@@ -82,11 +83,11 @@ def random_controls(
     """
     universe = list(pool) if pool is not None else all_heads(n_layers, n_heads)
     chosen = set(target)
-    out: list[list[Head]] = []
+    out: list[list[tuple[int, int]]] = []
     for i in range(n_controls):
         rng = random.Random(seed + i)
         if match_layers:
-            picked: list[Head] = []
+            picked: list[tuple[int, int]] = []
             for layer, k in sorted(Counter(layer for layer, _ in target).items()):
                 in_layer = [h for h in universe if h[0] == layer]
                 cand = [h for h in in_layer if h not in chosen] if exclude_target else in_layer
@@ -113,14 +114,14 @@ def band_half_width(n_layers: int) -> int:
 
 
 def shaped_controls(
-    target: Sequence[Head],
+    target: Sequence[tuple[int, int]],
     n_layers: int,
     n_heads: int,
     n_controls: int,
     seed: int = 0,
     band: int | None = None,
-    pool: Sequence[Head] | None = None,
-) -> list[list[Head]]:
+    pool: Sequence[tuple[int, int]] | None = None,
+) -> list[list[tuple[int, int]]]:
     """Random head sets with the target's layer profile (docs/research.md, "controls shaped
     like the target"): for each target layer holding ``k`` target heads, ``k`` non-target heads
     of one layer drawn uniformly from the layers within ``band`` of it (the target layer
@@ -137,16 +138,16 @@ def shaped_controls(
         raise InputError(f"--band must be >= 0, got {band}")
     universe = list(pool) if pool is not None else all_heads(n_layers, n_heads)
     chosen = set(target)
-    free: dict[int, list[Head]] = {}
+    free: dict[int, list[tuple[int, int]]] = {}
     for h in universe:
         if h not in chosen:
             free.setdefault(h[0], []).append(h)
     profile = sorted(Counter(layer for layer, _ in target).items(), key=lambda lk: -lk[1])
-    out: list[list[Head]] = []
+    out: list[list[tuple[int, int]]] = []
     for i in range(n_controls):
         rng = random.Random(seed + i)
         used: set[int] = set()
-        picked: list[Head] = []
+        picked: list[tuple[int, int]] = []
         for layer, k in profile:  # largest piles first: they have the fewest hosts
             hosts = [la for la, hs in free.items() if len(hs) >= k and la not in used]
             if not hosts:
@@ -165,7 +166,7 @@ def shaped_controls(
     return out
 
 
-def layer_profile(heads: Iterable[Head]) -> str:
+def layer_profile(heads: Iterable[tuple[int, int]]) -> str:
     """``"L6x5,L7x1"``: heads per layer, for reports."""
     counts = Counter(layer for layer, _ in heads)
     return ",".join(f"L{la}x{k}" for la, k in sorted(counts.items()))
@@ -177,11 +178,12 @@ def tied_scores(scores: pd.DataFrame, unrolled_layers: Sequence[tuple[int, int]]
     first = {}
     for i, (blk, _) in enumerate(unrolled_layers):
         first.setdefault(blk, i)
-    block = scores["layer"].map(lambda layer: unrolled_layers[int(layer)][0])
+    layers = scores["layer"].astype(int).tolist()
+    block = pd.Series([unrolled_layers[la][0] for la in layers], index=scores.index, dtype=int)
     num = scores.select_dtypes("number").drop(columns=["layer", "rank"], errors="ignore")
     agg = num.assign(layer=block.map(first)).groupby(["layer", "head"], as_index=False).max()
     return agg
 
 
-def describe(heads: Iterable[Head]) -> str:
+def describe(heads: Iterable[tuple[int, int]]) -> str:
     return heads_label(heads)

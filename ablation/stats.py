@@ -171,7 +171,9 @@ def seed_test(
     diff = float(a.mean() - b.mean())
     if len(a) >= 2 and len(b) >= 2:
         res = stats.ttest_ind(a, b, equal_var=False)
-        t, p_welch = float(res.statistic), float(res.pvalue)
+        # scipy builds TtestResult's fields at run time (_make_tuple_bunch): no stub sees them
+        t = float(res.statistic)  # pyright: ignore[reportAttributeAccessIssue]
+        p_welch = float(res.pvalue)  # pyright: ignore[reportAttributeAccessIssue]
     else:
         t, p_welch = math.nan, math.nan
     pooled = np.concatenate([a, b])

@@ -26,6 +26,7 @@ of eleven head sets) computes the clean pass once and resumes across sessions.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,10 +37,10 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from ablation.config import AblationMode, MeanOver
 from ablation.hooks import HeadAblation, head_means
 from ablation.results import TARGET
 from induction.errors import InputError
-from induction.heads import Head
 from induction.models.specs import inputs_of
 from induction.models.target import model_device
 from induction.store.io import guards_inputs
@@ -225,8 +226,8 @@ def run(
     loaded: LoadedModel,
     plan: HeadPlan,
     *,
-    mode: str = "zero",
-    mean_over: str = "all",
+    mode: AblationMode = "zero",
+    mean_over: MeanOver = "all",
     n: int = 32,
     length: int | None = None,
     seed: int = 0,
@@ -309,8 +310,9 @@ def run(
     )
 
 
-def _expand(plan: HeadPlan, heads: list[Head] | list[tuple[int, int]]) -> list[tuple[int, int]]:
-    return [tuple(h) for h in plan.expand(heads)]  # all passes of a tied looped model
+def _expand(plan: HeadPlan, heads: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    # all passes of a tied looped model, as plain tuples
+    return [(layer, head) for layer, head in plan.expand(heads)]
 
 
 class _Store:

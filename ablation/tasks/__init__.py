@@ -142,8 +142,8 @@ def _load_suite(
         raise InputError(f"--n-items must be >= 1, got {n_items}")
     path = Path(suite)
     if suite.endswith(".jsonl") or (suite not in SUITES and path.is_file()):
-        return user.load(
-            path, shots=5 if shots is None else shots, n_items=n_items or 40, seed=seed
+        return list(
+            user.load(path, shots=5 if shots is None else shots, n_items=n_items or 40, seed=seed)
         )
     if suite not in SUITES:
         raise InputError(
@@ -161,7 +161,7 @@ def _load_suite(
     request = SuiteRequest(
         tokenizer, bos_id, shots, n_items, seed, tasks, data_dir, hub, max_tokens
     )
-    return REGISTRY[suite].load(request)
+    return list(REGISTRY[suite].load(request))
 
 
 def catalog() -> list[TaskSpec]:

@@ -58,6 +58,9 @@ class GenTask:
     # induction by construction (copying a repeated span, recalling a shown pair; Olsson et
     # al. 2022): a positive control, reported apart from the measured mean
     positive_control: bool = False
+    # the fewest demonstrations an item kept where a suite cut prompts to fit its budget
+    # (a note when fewer than asked); None where nothing was cut
+    shots_kept: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def higher_is_better(self) -> bool:

@@ -389,6 +389,8 @@ def _from_hub(spec: TaskSpec):
         import datasets
     except ImportError:
         raise InputError("--hub needs the `datasets` package: pip install datasets") from None
+    if spec.hub is None:
+        raise InputError(f"{spec.name} has no hub dataset; put the data in the local folder")
     name, config, split, train_split = spec.hub.split("|")
     config = config or None
     conv = HUB_ROWS[spec.name]
@@ -400,7 +402,9 @@ def _from_hub(spec: TaskSpec):
             f"could not load {name} from the hub ({type(e).__name__}); "
             f"put the data in the local folder instead"
         ) from None
-    return [conv(r) for r in ev], [conv(r) for r in tr]
+    if not isinstance(ev, datasets.Dataset) or not isinstance(tr, datasets.Dataset):
+        raise InputError(f"{name} splits {split}, {train_split} are not tables of rows")
+    return [conv(r) for r in ev.to_list()], [conv(r) for r in tr.to_list()]
 
 
 # ---------------------------------------------------------------- reasoning primitives

@@ -82,7 +82,7 @@ class DFA:
                 if nxt not in order:
                     order[nxt] = len(order)
                     queue.append(nxt)
-        inv = sorted(order, key=order.get)
+        inv = sorted(order, key=order.__getitem__)
         rows = [",".join(f"{a}{order[n]}" for a, n in self.edges[s]) for s in inv]
         return "".join(self.alphabet) + ";" + ";".join(rows)
 
@@ -227,7 +227,10 @@ def make_item(
                 positions.append(len(ids) - 1)
                 valid.append([sym_ids[a] for a in dfa.valid(state)])
             ids.append(sym_ids[sym])
-            state = dfa.step(state, sym)
+            nxt = dfa.step(state, sym)
+            if nxt is None:  # the strings are drawn from the automaton: never taken
+                raise ValueError(f"{s!r} leaves the automaton at {sym!r}")
+            state = nxt
         if len(ids) >= max_tokens:
             break
     return DistItem(

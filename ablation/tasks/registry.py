@@ -8,7 +8,7 @@ so adding a suite is one module that calls :func:`register`, and one line in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ class SuiteRequest:
 class Suite:
     name: str
     specs: Callable[[], list[TaskSpec]]
-    load: Callable[[SuiteRequest], list[Task]]
+    load: Callable[[SuiteRequest], Sequence[Task]]
 
 
 REGISTRY: dict[str, Suite] = {}
@@ -45,7 +45,7 @@ REGISTRY: dict[str, Suite] = {}
 def register(name: str, specs: Callable[[], list[TaskSpec]]):
     """Decorator: register ``load(request) -> tasks`` as suite ``name`` with its records."""
 
-    def decorate(load: Callable[[SuiteRequest], list[Task]]):
+    def decorate(load: Callable[[SuiteRequest], Sequence[Task]]):
         if name in REGISTRY:
             raise ValueError(f"suite {name!r} is registered twice")
         REGISTRY[name] = Suite(name, specs, load)
