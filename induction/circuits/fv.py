@@ -323,7 +323,7 @@ class FVResult:
         """The ``ceil(frac * heads)`` heads with the highest FV score."""
         from ablation.selection import top_frac
 
-        return top_frac(self.table, frac, "fv")
+        return [Head(*h) for h in top_frac(self.table, frac, "fv")]
 
     @guards_inputs
     def save(self, path: str | Path) -> Path:
