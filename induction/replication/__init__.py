@@ -5,7 +5,7 @@ on the zoo, split along its seams:
 - :mod:`.models`: which models (:func:`discover`; shipped zoo or ``--models-dir``);
 - :mod:`.measure`: one model through ``induction.scores.scan.scan``, ``lineage.trace`` and
   ``ablation.ablate`` (the CLI's pipelines);
-- :mod:`.stats`: across models and seeds, with :mod:`ablation.stats` only;
+- :mod:`.stats`: across models and seeds, with :mod:`induction.stats` only;
 - :mod:`.report`: tables and the verdict; :mod:`.figures`: the plotly figure;
 - :mod:`.store`: each model's measurement kept on disk and reused while its inputs hold;
 - :mod:`.gates`: the validity gates per model and the verdict per source claim;
@@ -13,6 +13,8 @@ on the zoo, split along its seams:
 - :mod:`.cli`: ``induction replicate`` (and ``python benchmarks/replication.py``, a thin file
   that calls :func:`main`).
 """
+
+from induction.stats import pooled_rank_p
 
 from .cli import main
 from .config import DEFAULT_OUT, GROUPS, SOURCE, SOURCE_FAMILIES, SOURCE_LABEL, Settings
@@ -35,13 +37,7 @@ from .results import (
     update_summary,
     write_outputs,
 )
-from .stats import (
-    add_flops_ratio,
-    add_model_stats,
-    comparisons,
-    family_summary,
-    pooled_rank_p,
-)
+from .stats import add_flops_ratio, add_model_stats, comparisons, family_summary
 from .store import MeasurementStore, code_hash, measurement_key
 
 __all__ = [

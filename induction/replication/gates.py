@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 
 from ablation.gates import VERDICT_ORDER, heads_before_growth, saturated, verdict_readout, wilson
+from induction.stats import holm, min_perm_p, seed_test
 
 from .config import SOURCE, Settings
 from .intervals import drop_cells
 from .models import source_family
-from .stats import min_perm_p
 
 ALPHA = 0.05
 SOURCE_LIDAS = "0.18 vs 0.08 mean F1 (+0.10, x2.25)"
@@ -230,8 +230,6 @@ def _failures(g: pd.DataFrame, readouts: bool = False) -> str:
 def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFrame:
     """One row per source claim: ``claim``, ``source``, ``zoo`` (the measured figure),
     ``verdict`` (agree / disagree / untestable here) and ``decided_by``."""
-    from ablation.stats import holm
-
     fams = rep.families.set_index("family")
     by_src: dict[str, list[str]] = {}
     for fam, r in fams.iterrows():
@@ -377,8 +375,6 @@ def _regbench_order(models: pd.DataFrame, by_src: dict[str, list[str]]) -> tuple
     of 2026-12-05): "agree" when every pair lies in the source's direction at Holm p <= 0.05,
     "disagree" otherwise (naming the pairs that do not), "untestable here" when a kind is
     missing or the seeds allow no Holm-adjusted p below 0.05."""
-    from ablation.stats import holm, seed_test
-
     dense, lidas, looped = (
         by_src.get("dense", []),
         by_src.get("lidas", []),
@@ -498,8 +494,6 @@ def _timing_reasons(gates: pd.DataFrame, a: str, b: str) -> list[str]:
 def _m_test(ma: pd.Series, mb: pd.Series, seeds: str = "seeds") -> tuple[str, str]:
     """The growth-timing question's test on ``m`` over seeds: "measured" with the exact
     permutation p, or "untestable here" when the seeds allow no p below 0.05."""
-    from ablation.stats import seed_test
-
     floor = min_perm_p(len(ma), len(mb))
     if floor > ALPHA:
         return "untestable here", (
@@ -518,8 +512,6 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
     reads), read again on the seeds that pass the gates the amendment lists, with the same
     tests and seeds rule; Holm over all drop claims, those not tested here counting as p = 1.
     Rows name the seeds left out."""
-    from ablation.stats import holm, seed_test
-
     models = rep.models.set_index("model")
     rows: list[dict] = []
     dense = (by_src.get("dense") or [None])[0]

@@ -1,183 +1,33 @@
 """Intervals instead of bare p-values for the drop claims (issue #41, docs/replication.md,
-"Verdict words").
+"Verdict words"). The statistics are :mod:`induction.stats`: the shift and ratio intervals of
+the inverted permutation test (:mod:`induction.stats.intervals`), the t-test's power and
+detectable difference (:mod:`induction.stats.power`); ``alpha / m`` over the ``m`` drop claims
+is Holm's first step (Bonferroni), so the adjusted intervals hold simultaneously. Here:
 
-- :func:`shift_interval` / :func:`ratio_interval`: the exact two-sided permutation test of
-  :func:`ablation.stats.seed_test` inverted (Lehmann 1963; Ernst 2004, "Permutation methods",
-  section 3). The interval holds every difference ``delta`` (every ratio ``rho``) that the test
-  of ``b - delta`` against ``a`` (of ``b / rho`` against ``a``) does not reject at ``alpha``;
-  the arms are unpaired (the gates leave out different seeds per arm). Exact: each relabelling's
-  statistic is linear in the parameter, so ``p`` changes only where two statistics cross, and
-  every crossing and every gap between crossings is tested. ``alpha / m`` over the ``m`` drop
-  claims is Holm's first step (Bonferroni): the adjusted intervals hold simultaneously.
-- :func:`detectable_difference` / :func:`power_for`: the two-sample t-test's power from the
-  noncentral t (pooled sd, ``n_a + n_b - 2`` df) at ``alpha`` and ``alpha / m``.
 - :func:`word`: *agree* (the interval excludes the null in the source's direction),
   *disagree* (it excludes the source's effect), *inconclusive* (it holds both);
   *untestable here* is decided before, by a gate or the design.
-- :func:`read_claim`: all of it for one claim, on the difference and the ratio scale.
+- :func:`read_claim`: all of it for one claim, on the difference and the ratio scale;
+  :func:`drop_cells`: its cells in the verdict table.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from induction.errors import InputError
-
-MAX_EXACT_SPLITS = 100_000  # every relabelling up to this many, else a seeded sample
-SAMPLED_SPLITS = 20_000
-POWER = 0.8  # the power a detectable difference is quoted at
-_SLACK = 1e-12  # relative slack for float ties, as ablation.stats.seed_test
-_MIN_SD = 1e-9  # below this spread (float noise of equal values) a t-test means nothing
-
-
-def _splits(n: int, k: int, seed: int = 0) -> np.ndarray:
-    """Boolean ``(splits, n)``: which values go to the second group; the observed split (the
-    last ``k``) is row 0. Every split up to :data:`MAX_EXACT_SPLITS`, else a seeded sample."""
-    observed = np.r_[np.zeros(n - k, bool), np.ones(k, bool)]
-    total = math.comb(n, k)
-    if total <= MAX_EXACT_SPLITS:
-        rows = np.zeros((total, n), bool)
-        for i, idx in enumerate(itertools.combinations(range(n), k)):
-            rows[i, list(idx)] = True
-        order = np.argsort(~(rows == observed).all(1), kind="stable")
-        return rows[order]
-    rng = np.random.default_rng(seed)
-    rows = np.zeros((SAMPLED_SPLITS + 1, n), bool)
-    rows[0] = observed
-    for i in range(1, SAMPLED_SPLITS + 1):
-        rows[i, rng.permutation(n)[:k]] = True
-    return rows
-
-
-def _invert(v: np.ndarray, w: np.ndarray, k: int, alphas: Sequence[float]) -> list[tuple]:
-    """Hull of ``{theta: p(theta) > alpha}`` for each ``alpha``, where the pooled values are
-    ``v + theta * w`` (the last ``k`` the second group) and ``p`` is the two-sided
-    permutation p of the difference in group means (ties count, as in ``seed_test``).
-    ``-inf``/``inf`` where the set is unbounded."""
-    n = len(v)
-    rows = _splits(n, k)
-    wa = np.where(rows, 1.0 / k, -1.0 / (n - k))  # mean(second) - mean(first) as weights
-    a_s, b_s = wa @ v, wa @ w  # each split's statistic is a_s + theta * b_s
-    a0, b0 = a_s[0], b_s[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cross = np.concatenate([-(a_s - a0) / (b_s - b0), -(a_s + a0) / (b_s + b0)])
-    cross = np.unique(cross[np.isfinite(cross)])
-    if len(cross) == 0:  # every statistic parallel to the observed one: p is constant
-        cross = np.array([0.0])
-    span = max(1.0, float(np.abs(cross).max()))
-    points = np.concatenate(
-        [cross, (cross[:-1] + cross[1:]) / 2, [cross[0] - span, cross[-1] + span]]
-    )
-    p = np.empty(len(points))
-    for i in range(0, len(points), 256):  # chunks keep memory at 256 x splits
-        th = points[i : i + 256, None]
-        stat = np.abs(a_s[None, :] + th * b_s[None, :])
-        obs = np.abs(a0 + th * b0)
-        p[i : i + 256] = (stat >= obs * (1 - _SLACK) - 1e-15).mean(1)
-    out = []
-    for alpha in alphas:
-        ok = points[p > alpha]
-        if len(ok) == 0:
-            out.append((math.nan, math.nan))
-            continue
-        lo = -math.inf if ok.min() < cross[0] else float(ok.min())
-        hi = math.inf if ok.max() > cross[-1] else float(ok.max())
-        out.append((lo, hi))
-    return out
-
-
-def _arrays(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) < 1 or len(b) < 1 or not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise InputError("an interval needs at least one finite value per arm")
-    return a, b
-
-
-def shift_interval(
-    a: ArrayLike, b: ArrayLike, alphas: Sequence[float] = (0.05,)
-) -> list[tuple[float, float]]:
-    """``(lo, hi)`` of ``mean(b) - mean(a)`` for each level ``1 - alpha``: every shift
-    ``delta`` with ``b - delta`` and ``a`` not told apart by the permutation test at
-    ``alpha`` (unbounded, ``-inf``/``inf``, where the seeds allow no ``p <= alpha``)."""
-    a, b = _arrays(a, b)
-    v = np.concatenate([a, b])
-    w = np.r_[np.zeros(len(a)), -np.ones(len(b))]
-    return _invert(v, w, len(b), alphas)
-
-
-def ratio_interval(
-    a: ArrayLike, b: ArrayLike, alphas: Sequence[float] = (0.05,)
-) -> list[tuple[float, float]]:
-    """``(lo, hi)`` of ``mean(b) / mean(a)`` for each level ``1 - alpha``: every ratio
-    ``rho > 0`` with ``b / rho`` and ``a`` not told apart by the permutation test at
-    ``alpha`` (``hi = inf`` where no ratio is too large). Needs positive drops in both arms
-    (a ratio of a drop that is not one means nothing); NaN otherwise."""
-    a, b = _arrays(a, b)
-    if a.mean() <= 0 or b.mean() <= 0:
-        return [(math.nan, math.nan) for _ in alphas]
-    v = np.r_[a, np.zeros(len(b))]
-    w = np.r_[np.zeros(len(a)), b]  # theta = 1 / rho scales the second arm
-    out = []
-    for lo_u, hi_u in _invert(v, w, len(b), alphas):
-        if lo_u != lo_u:
-            out.append((math.nan, math.nan))
-            continue
-        lo = 0.0 if hi_u == math.inf else 1.0 / hi_u
-        hi = math.inf if lo_u <= 0 else 1.0 / lo_u
-        out.append((lo, hi))
-    return out
-
-
-def pooled_sd(a: ArrayLike, b: ArrayLike) -> float:
-    """The two arms' pooled standard deviation (NaN with fewer than 3 values in all)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    df = len(a) + len(b) - 2
-    if df < 1:
-        return math.nan
-    ss = ((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum()
-    return float(math.sqrt(ss / df))
-
-
-def power_for(effect: float, n_a: int, n_b: int, sd: float, alpha: float = 0.05) -> float:
-    """Power of the two-sided two-sample t-test at ``alpha`` to detect ``effect`` with
-    ``n_a`` and ``n_b`` seeds of spread ``sd`` (noncentral t, ``n_a + n_b - 2`` df)."""
-    from scipy import stats
-
-    df = n_a + n_b - 2
-    if df < 1 or not sd > _MIN_SD:
-        return math.nan
-    se = sd * math.sqrt(1 / n_a + 1 / n_b)
-    crit = stats.t.ppf(1 - alpha / 2, df)
-    nc = abs(effect) / se
-    if nc > 40:  # beyond scipy's noncentral t, and the power is 1 to 1e-12
-        return 1.0
-    power = float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
-    if not math.isfinite(power):  # scipy's nct fails in parts of its far tail: the normal
-        power = float(stats.norm.sf(crit - nc) + stats.norm.cdf(-crit - nc))
-    return power
-
-
-def detectable_difference(
-    n_a: int, n_b: int, sd: float, alpha: float = 0.05, power: float = POWER
-) -> float:
-    """The smallest difference the two-sided t-test at ``alpha`` detects with ``power``
-    (:func:`power_for` solved for the effect)."""
-    from scipy import optimize, stats
-
-    df = n_a + n_b - 2
-    if df < 1 or not sd > _MIN_SD:
-        return math.nan
-    se = sd * math.sqrt(1 / n_a + 1 / n_b)
-    top = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df) + 2) * se
-    # (scipy's annotations include the full_output=True tuple)
-    root = optimize.brentq(lambda e: power_for(e, n_a, n_b, sd, alpha) - power, 0, top)
-    return float(root)  # pyright: ignore[reportArgumentType]
+from induction.stats import (
+    detectable_difference,
+    finite_arms,
+    pooled_sd,
+    power_for,
+    ratio_interval,
+    shift_interval,
+)
 
 
 def word(interval: tuple[float, float], null: float, source: float) -> str:
@@ -238,7 +88,7 @@ def read_claim(
     difference and as a ratio, Holm's first step over ``m`` claims."""
     if m < 1 or not 0 < alpha < 1:
         raise InputError(f"need m >= 1 and 0 < alpha < 1, got m={m}, alpha={alpha}")
-    a, b = _arrays(a, b)
+    a, b = finite_arms(a, b)
     levels = (alpha, alpha / m)
     d, d_adj = shift_interval(a, b, levels)
     r, r_adj = ratio_interval(a, b, levels)
@@ -330,14 +180,9 @@ def drop_cells(models, a: list[str], b: list[str], readout: str | None, source_f
 
 
 __all__ = [
-    "drop_cells",
     "ClaimReading",
-    "detectable_difference",
+    "drop_cells",
     "fmt_ci",
-    "pooled_sd",
-    "power_for",
-    "ratio_interval",
     "read_claim",
-    "shift_interval",
     "word",
 ]

@@ -8,10 +8,10 @@
   random controls), on the measured suite (``zootrain``, docs/replication.md) and on the ``zoo``
   suite's RegBench task with the same plan (same target and control head sets).
 
-Per-model statistics come from :mod:`ablation.stats`: the permutation p-value of the mean drop
+Per-model statistics come from :mod:`induction.stats`: the permutation p-value of the mean drop
 against the random controls (``(1 + k) / (1 + n)``, ``p_ctrl`` of the report) and a bootstrap
 interval of the mean drop that resamples items within each (task, prompt seed)
-(:func:`ablation.stats.bootstrap_ci_by_seed`; its statistic, the mean over strata of each
+(:func:`induction.stats.bootstrap_ci_by_seed`; its statistic, the mean over strata of each
 stratum's mean drop, is the report's ``MEAN`` drop when every task has every prompt seed).
 """
 
@@ -287,8 +287,9 @@ def measure_scanned(
 ) -> Measured:
     """:func:`measure` after the scan: trace and ablate ``loaded`` ranked by ``scores``."""
     from ablation import ablate
-    from ablation.stats import bootstrap_ci_by_seed, excess_drop
+    from ablation.stats import excess_drop
     from induction import INDUCTION_THRESHOLD
+    from induction.stats import bootstrap_ci_by_seed
 
     start = time.perf_counter() if start is None else start
     info, card = loaded.info, loaded.card or {}

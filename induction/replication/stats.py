@@ -1,15 +1,15 @@
 """Across models: Holm over the per-model permutation p-values, family means and spreads over
-model seeds, and the test across seeds of each family against the dense one. Every statistic
-is :mod:`ablation.stats` (docs/research.md, "Designing an experiment that can fail"):
+model seeds, and the test across seeds of each family against the dense one. Every test is
+:mod:`induction.stats` (docs/research.md, "Designing an experiment that can fail"):
 
-- :func:`ablation.stats.holm` over the models' ``p_perm`` (each ``(1 + k) / (1 + n)`` against
+- :func:`induction.stats.holm` over the models' ``p_perm`` (each ``(1 + k) / (1 + n)`` against
   its own ``n`` random-head controls);
 - :func:`ablation.stats.family_comparison`: Welch's t and the exact permutation test over model
-  seeds, on the drop and on the drop in excess of each model's random heads; Holm again over
-  the comparisons of one measure;
-- :func:`pooled_rank_p`: one family's seeds together against their random heads (exact), Holm
-  over families. With 100 controls a model's own p cannot pass Holm over more than 5 models;
-  pooling the seeds' ranks can.
+  seeds (:func:`induction.stats.seed_test`), on the drop and on the drop in excess of each
+  model's random heads; Holm again over the comparisons of one measure;
+- :func:`induction.stats.pooled_rank_p`: one family's seeds together against their random heads
+  (exact), Holm over families. With 100 controls a model's own p cannot pass Holm over more
+  than 5 models; pooling the seeds' ranks can.
 
 Everything here is a function of the per-model rows, so ``--from-results`` recomputes it
 exactly from the saved JSON.
@@ -22,6 +22,9 @@ import math
 
 import numpy as np
 import pandas as pd
+
+from ablation.stats import family_comparison
+from induction.stats import holm, min_perm_p, pooled_rank_p
 
 from .config import SOURCE
 from .models import family_order, source_family
@@ -117,8 +120,6 @@ def add_model_stats(models: pd.DataFrame) -> pd.DataFrame:
     """Columns derived across models: ``flops_vs_dense`` (training FLOPs over the mean of the
     dense family's models in this run; NaN without one), ``p_holm`` (Holm over every model's
     ``p_perm``), ``rel_drop`` and ``ctrl_rel`` (drop over the clean score)."""
-    from ablation.stats import holm
-
     models = models.copy()
     if "source_family" not in models.columns:
         models["source_family"] = [source_family(f) for f in models["family"]]
@@ -149,7 +150,8 @@ def dense_family(models: pd.DataFrame) -> str | None:
 def family_summary(models: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """One row per family: mean and sd over model seeds, the random controls pooled over
     every draw, how many seeds beat random heads at Holm-adjusted ``p <= alpha``, the seeds
-    together against their random heads (``p_pooled``, :func:`pooled_rank_p`;
+    together against their random heads (``p_pooled``,
+    :func:`~induction.stats.pooled_rank_p`;
     ``p_pooled_holm``: Holm over families), the group means and the source's figures."""
     rows = []
     groups = group_names(models)
@@ -184,49 +186,14 @@ def family_summary(models: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
         rows.append(row)
     out = pd.DataFrame(rows)
     if not out.empty:
-        from ablation.stats import holm
-
         out["p_pooled_holm"] = holm(out["p_pooled"].astype(float).tolist())
     return out
-
-
-def pooled_rank_p(drops, control_drops) -> float:
-    """Exact one-sided p that a family's top heads cost more than random heads, all seeds
-    together.
-
-    Per model ``k``, ``u_k = #{control >= drop_k}`` (0 when the top heads beat every one of
-    its ``n_k`` random sets). Under the null that the top set is one more random set, ``u_k``
-    is uniform on ``0..n_k`` and independent across models (stochastically larger with ties,
-    so the test stays conservative); ``p = P(sum U_k <= sum u_k)``, exact by convolution. One
-    model gives its permutation p, ``(1 + u) / (1 + n)``; k models reach down to
-    ``prod 1 / (1 + n_k)``. NaN when no model has controls.
-    """
-    observed, null = 0, np.ones(1)
-    for drop, ctrl in zip(drops, control_drops):
-        ctrl = [c for c in (_num(c) for c in ctrl) if c == c]
-        drop = _num(drop)
-        if not ctrl or drop != drop:
-            continue
-        observed += sum(c >= drop for c in ctrl)
-        null = np.convolve(null, np.full(len(ctrl) + 1, 1 / (len(ctrl) + 1)))
-    if len(null) == 1:
-        return math.nan
-    return float(min(1.0, null[: observed + 1].sum()))
-
-
-def min_perm_p(n_a: int, n_b: int) -> float:
-    """The smallest two-sided exact permutation p of :func:`ablation.stats.seed_test` with
-    ``n_a`` and ``n_b`` seeds: the observed split (and, with equal sizes, its mirror image)
-    over all ``C(n_a + n_b, n_a)`` splits."""
-    return (2 if n_a == n_b else 1) / math.comb(n_a + n_b, n_a)
 
 
 def comparisons(models: pd.DataFrame) -> pd.DataFrame:
     """Every family against the dense family across model seeds
     (:func:`ablation.stats.family_comparison`), on ``drop`` and ``excess``; ``p_holm`` is Holm
     over the comparisons of one measure. Empty without a dense family or a second family."""
-    from ablation.stats import family_comparison, holm
-
     base = dense_family(models)
     cols = [
         "family",

@@ -51,7 +51,7 @@ class _Rep:
               "drop_logprob": 10 * d, "src_ancestors": 2.0, "src_min": 2}
              for f, d in drops.items() for s in range(seeds)]
         )  # fmt: skip
-        from induction.replication.stats import min_perm_p
+        from induction.stats import min_perm_p
 
         floor = min_perm_p(seeds, seeds)
         self.comparisons = pd.DataFrame(
@@ -285,7 +285,7 @@ def test_seeds_rule_counts_holm(gates_mod):
     measure's comparisons is untestable, never "disagree": 3 against 5 seeds (smallest p 1/56)
     over four comparisons cannot pass 0.05; the secondary counts its drop claims the same way."""
     gates, _ = gates_mod
-    from induction.replication.stats import min_perm_p
+    from induction.stats import min_perm_p
 
     rep = _Rep({"dense12": 0.15, "lidas12": 0.05}, p=0.5, seeds=5)
     rep.models = rep.models[~rep.models["model"].isin(["lidas12-s3", "lidas12-s4"])]

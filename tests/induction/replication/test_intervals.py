@@ -1,6 +1,6 @@
 """Intervals for the drop claims (induction/replication/intervals.py, issue #41 item 1): the
 inverted permutation test reproduces the review's figures on the stored zoo3 record, agrees
-with :func:`ablation.stats.seed_test` at its ends, and each of the four words follows it."""
+with :func:`induction.stats.seed_test` at its ends, and each of the four words follows it."""
 
 from __future__ import annotations
 
@@ -12,17 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ablation.stats import seed_test
 from induction.replication import gates as gates_mod
-from induction.replication.intervals import (
+from induction.replication.intervals import read_claim, word
+from induction.replication.results import SUMMARY_END, SUMMARY_START
+from induction.stats import (
     detectable_difference,
     power_for,
     ratio_interval,
-    read_claim,
+    seed_test,
     shift_interval,
-    word,
 )
-from induction.replication.results import SUMMARY_END, SUMMARY_START
 
 ROOT = Path(__file__).resolve().parents[3]
 ZOO3 = ROOT / "benchmarks" / "results" / "zoo3" / "replication.json"

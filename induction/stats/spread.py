@@ -1,7 +1,7 @@
 """Spread across prompt seeds: mean, standard deviation and a Student-t interval for the mean.
 
 Pure tensor arithmetic on ``[n_seeds, ...]`` stacks (one row per seed); the quantile comes from
-``scipy.stats.t.ppf`` (imported on first use).
+``scipy.stats.t.ppf`` (torch and scipy are imported on first use).
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-import torch
 
 if TYPE_CHECKING:
     from jaxtyping import Float
@@ -45,6 +43,8 @@ def spread(per_seed: Float[Tensor, "seed layer head"], *, deterministic: bool = 
     A deterministic quantity (``copying``, from the weights) has std 0 and a zero-width
     interval; a prompt quantity from a single seed has NaN spread.
     """
+    import torch
+
     x = per_seed.double().cpu()
     n = x.shape[0]
     mean = x.mean(0)
