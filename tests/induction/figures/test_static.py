@@ -260,7 +260,7 @@ def test_executed_notebook_exports_a_static_image(kernel_manager, monkeypatch):
     source = (
         "import warnings\n"
         "import plotly.graph_objects as go\n"
-        "from induction import plots\n"
+        "from induction.figures import plots\n"
         "warnings.simplefilter('error')  # no 'install kaleido' warning\n"
         "plots.show(go.Figure(go.Bar(x=['a', 'b'], y=[1, 2]), layout={'title': 'bars'}))\n"
     )
