@@ -5,9 +5,10 @@ under one change each, trained, then measured on ``zoo4g`` as the rule reads it.
     python benchmarks/r4_pilot.py --list
 
 Each pilot in :data:`PILOTS` is written down before it trains (``git log`` shows the order)
-and differs from the committed round-4 recipe (``grown8rt``: ``MIX_R4``, growth at
-30/45/60/75% of 4,000 steps) in the one change its note names. The run trains into
-``--runs/NAME/grown8rt-s0`` (default ``runs/r4-pilot``, not committed; an interrupted run
+and differs from the round-4 recipe of its time in the one change its note names: pilots 2-3
+from ``MIX_R4`` with growth at 30/45/60/75% of 4,000 steps; pilot 4 on from the recipe after
+pilot 3a (growth at 40/55/70/85%, ``R4_LATE_GROWTH``, the ``grown8rt`` preset since). The run
+trains into ``--runs/NAME/grown8rt-s0`` (default ``runs/r4-pilot``, not committed; an interrupted run
 resumes from its latest checkpoint), then ``ablate --frac 0.2 --controls 0 --no-cache``
 measures it and the card, duplication log and ablation report are written to
 ``benchmarks/results/pilot4/NAME_*.json``. It prints the rule's count: tasks whose Wilson 95%
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from induction.store.io import write_json  # noqa: E402
-from induction.training.protocol import r4_phases  # noqa: E402
+from induction.training.protocol import ICL_VA_MIX, LATE_GROWTH, r4_phases  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "pilot4"
 PRESET = "grown8rt"
@@ -41,7 +42,10 @@ def _mix_phases(**mix: float) -> list[dict]:
 
 #: name -> (the one change, its config overrides). ``pilot2`` is the committed recipe.
 PILOTS: dict[str, tuple[str, dict]] = {
-    "pilot2": ("the committed recipe (MIX_R4 after pilot 1, growth at 30/45/60/75%)", {}),
+    "pilot2": (
+        "the committed recipe (MIX_R4 after pilot 1, growth at 30/45/60/75%)",
+        {"grow_at": LATE_GROWTH},
+    ),
     # pilot 2's top-layer heads passed 0.4 (distance 32) between steps 1,200 (0.30) and 1,600
     # (0.67): the first copy waits for them
     "pilot3a": (
@@ -53,6 +57,7 @@ PILOTS: dict[str, tuple[str, dict]] = {
     "pilot3b": (
         "varassign 0.45 of the data after the warm-up, from facts, math and lookup",
         {
+            "grow_at": LATE_GROWTH,
             "phases": _mix_phases(
                 copy=0.05,
                 lookup=0.15,
@@ -61,8 +66,31 @@ PILOTS: dict[str, tuple[str, dict]] = {
                 openbook=0.15,
                 math=0.05,
                 programs=0.1,
-            )
+            ),
         },
+    ),
+    # pilots 1-3 never learnt variable assignment (probe <= 0.17 at every step, even at 0.45 of
+    # the data), where 29 of 34 second-zoo models did on ICL_VA_MIX; every round-4 mix adds
+    # `programs`, whose var_reassign (the later of two assignments) and var_which (value ->
+    # name) ask other rules in varassign's syntax. 4a: no programs, its 0.10 to copy.
+    "pilot4a": (
+        "no `programs` after the warm-up (its 0.10 to copy); growth as pilot 3a",
+        {
+            "phases": _mix_phases(
+                copy=0.15,
+                lookup=0.2,
+                varassign=0.3,
+                facts=0.1,
+                openbook=0.15,
+                math=0.1,
+            ),
+        },
+    ),
+    # 4b, the positive control of the apparatus: the second zoo's mix (ICL_VA_MIX) on this
+    # arm. Binding forms here unless the arm (top-layer growth, its schedule) prevents it.
+    "pilot4b": (
+        "the second zoo's mix (ICL_VA_MIX) after the warm-up; growth as pilot 3a",
+        {"phases": _mix_phases(**ICL_VA_MIX)},
     ),
 }
 

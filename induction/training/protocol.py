@@ -360,15 +360,19 @@ PRESETS: dict[str, dict] = {
 #: Round 4 (docs/replication.md, "Round 4"): the second zoo's recipe on the r4 curriculum, for
 #: the ``zoo4g`` suite. ``grown8r``/``grown8re`` grow as ``grown8c``/``grown8ce`` (the middle
 #: layer; grown8r is the source-faithful arm); ``grown8rt`` copies the *top* initial layer, where
-#: every seed so far formed its induction heads, after they form (LATE_GROWTH), so that layer
+#: every seed so far formed its induction heads, after they form (R4_LATE_GROWTH), so that layer
 #: ends with 5 copies; ``grown8rte`` is its twin grown before heads form (Prop-1, step 267).
 ROUND4 = {**SECOND_ZOO, "phases": "r4"}
 TOP_GROWTH = {"initial_depth": 4, "grow_block": 1, "grow_operator": "top"}
+#: Round 4's late growth, from pilot 3a (docs/replication.md, "Pilot notes"): on the r4
+#: curriculum the top layer's heads reach 0.4 (distance 32) between steps 1,200 and 1,600, so
+#: the first copy waits for step 1,600 (40%), then one every 15% as LATE_GROWTH.
+R4_LATE_GROWTH = [0.4, 0.55, 0.7, 0.85]
 PRESETS |= {
     "dense8r": {"family": "dense", **ROUND4},
-    "grown8r": {"family": "lidas", **ROUND4, **STAGED_GROWTH, "grow_at": LATE_GROWTH},
+    "grown8r": {"family": "lidas", **ROUND4, **STAGED_GROWTH, "grow_at": R4_LATE_GROWTH},
     "grown8re": {"family": "lidas", **ROUND4, **STAGED_GROWTH, "alpha": 1.0},
-    "grown8rt": {"family": "lidas", **ROUND4, **TOP_GROWTH, "grow_at": LATE_GROWTH},
+    "grown8rt": {"family": "lidas", **ROUND4, **TOP_GROWTH, "grow_at": R4_LATE_GROWTH},
     "grown8rte": {"family": "lidas", **ROUND4, **TOP_GROWTH, "alpha": 1.0},
     "looped8r": {"family": "looped", **ROUND4, "loop_block": 2, "loops": 4},
     "looped8rp": {"family": "looped", **ROUND4, "depth": 16, "loop_block": 8, "loops": 2},
