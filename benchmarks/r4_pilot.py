@@ -9,8 +9,8 @@ and differs from the round-4 recipe of its time in the one change its note names
 from ``MIX_R4`` with growth at 30/45/60/75% of 4,000 steps; pilot 4 on from the recipe after
 pilot 3a (growth at 40/55/70/85%, ``R4_LATE_GROWTH``, the ``grown8rt`` preset since). The run
 trains into ``--runs/NAME/grown8rt-s0`` (default ``runs/r4-pilot``, not committed; an
-interrupted run resumes from its latest checkpoint), then ``ablate --frac 0.2 --controls 0 --no-cache``
-measures it and the card, duplication log and ablation report are written to
+interrupted run resumes from its latest checkpoint), then ``ablate --frac 0.2 --controls 0
+--no-cache`` measures it and the card, duplication log and ablation report are written to
 ``benchmarks/results/pilot4/NAME_*.json``. It prints the rule's count: tasks whose Wilson 95%
 lower bound over 64 items is above chance, on the task's own metric, per group (17 of 19
 passes).

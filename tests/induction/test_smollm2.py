@@ -87,5 +87,3 @@ def test_cached_load_reuses_the_dequantized_checkpoint(smollm2, monkeypatch):
     again = load_model("smollm2", device="cpu")
     assert again.info == smollm2[0].info
     assert (folder / "complete.json").read_text() == stamp  # the same cache entry
-
-
