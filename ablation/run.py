@@ -138,7 +138,10 @@ def check_score_name(score: str, table: pd.DataFrame | None = None) -> None:
     if table is not None and score in table.columns:
         return
     known = ", ".join([*SCORES, *SCORE_PROVIDERS])
-    raise InputError(f"unknown score {score!r}; available: {known}")
+    raise InputError(
+        f"unknown score {score!r}; available: {known} (a table with that column via --scores, "
+        "or induction.scores.score_names.register_head_score)"
+    )
 
 
 def check_scores_before_work(

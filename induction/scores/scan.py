@@ -68,6 +68,7 @@ from induction.scores.score_names import (
     ATTENTION_SCORES,
     DEFAULT_COPYING_TOKENS,
     DEFAULT_SEEDS,
+    HEAD_SCORES,
     INDUCTION_THRESHOLD,
     SCORES,
     Convention,
@@ -332,7 +333,9 @@ def scan(
         rank_by=rank_by,
         layers=tuple(layer_list),
         n_heads=int(info.n_heads),
-        stats={n: spread(per_seed[n], deterministic=n == "copying") for n in names},
+        stats={
+            n: spread(per_seed[n], deterministic=HEAD_SCORES[n].source == "weights") for n in names
+        },
         per_seed=per_seed,
         seq_len=prompts.seq_len,
         n_repeats=prompts.n_repeats,

@@ -1,13 +1,18 @@
-"""The scores a scan can compute, their conventions, and validation of the names.
+"""The head scores the workbench knows, in one registry, their conventions, and validation.
 
-Definitions of the attention scores are in :meth:`induction.scores.prompts.PromptLayout.pairs`;
-``copying`` is in :mod:`induction.scores.copying`. Import-light (no torch).
+:data:`HEAD_SCORES` lists every head score by name with where it comes from
+(:class:`HeadScore`): the detector's attention-pattern scores (their (query, key) pairs are
+defined in :meth:`induction.scores.prompts.PromptLayout.pairs`), its weights-only ``copying``
+(:mod:`induction.scores.copying`), and scores computed by a provider named as an entry point
+(``fv``, :mod:`induction.circuits.fv`). The scan, ablation's ranking, lineage, sweeps and
+timelines all read it; a plugin adds a score with :func:`register_head_score`. Import-light
+(no torch).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from induction.config_fields import (
@@ -20,16 +25,35 @@ from induction.config_fields import (
 from induction.errors import InputError
 from induction.heads import INDUCTION_THRESHOLD
 
-#: A detector score's name.
+#: A detector score's name (the scan's scores: :data:`HEAD_SCORES` entries that are not
+#: provided; a test keeps the two equal).
 ScoreName = Literal["induction", "prefix_matching", "duplicate_token", "previous_token", "copying"]
-SCORES: tuple[ScoreName, ...] = get_args(ScoreName)
-#: Scores read from attention patterns (the rest come from the weights).
-ATTENTION_SCORES = SCORES[:4]
+#: Where a head score comes from: attention patterns on the scan's prompts, the weights alone,
+#: or a provider function of the loaded model.
+ScoreSource = Literal["pattern", "weights", "provider"]
+
+
+@dataclass(frozen=True)
+class HeadScore:
+    """One head score: where it comes from and how it reads.
+
+    ``transformer_lens``: TransformerLens's ``detect_head`` has it (the ``tl_mul`` convention
+    computes it their way). ``threshold``: the score at which a head conventionally counts as
+    one (``None``: no convention). ``provider`` (source ``provider`` only): a function of the
+    loaded model returning a table with ``layer``, ``head`` and the score column."""
+
+    name: str
+    source: ScoreSource
+    about: str
+    head_kind: str
+    threshold: float | None = INDUCTION_THRESHOLD
+    transformer_lens: bool = False
+    provider: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
+
+
 #: How attention scores are read: the workbench's stripe means, or TransformerLens's way.
 Convention = Literal["stripe", "tl_mul"]
 CONVENTIONS: tuple[Convention, ...] = get_args(Convention)
-#: Scores that ``convention="tl_mul"`` computes TransformerLens's way.
-TL_SCORES = ("induction", "duplicate_token", "previous_token")
 DEFAULT_SEEDS = (0, 1, 2)
 #: How the scan reads attention: ``eager`` holds each layer's whole pattern, ``chunked`` scores
 #: blocks of queries (:mod:`induction.scores.query_chunks`), ``auto`` picks by prompt length.
@@ -39,6 +63,85 @@ PATTERN_MODES = ("auto", "eager", "chunked")
 #: tokens; lineage, sweeps and timelines follow it beside the scan's.
 FV_SCORE = "fv"
 DEFAULT_COPYING_TOKENS = 512
+
+
+def _by_path(target: str) -> Callable[[Any], Any]:
+    """A provider named by ``"module:function"``, imported when the score is first asked for
+    (as an entry point): the registry stays on the ground floor and names a unit above it
+    without importing it (docs/design.md, floors)."""
+
+    def provider(loaded: Any) -> Any:
+        import importlib
+
+        module, _, function = target.partition(":")
+        return getattr(importlib.import_module(module), function)(loaded)
+
+    provider.__qualname__ = provider.__name__ = f"provider of {target}"
+    return provider
+
+
+#: The ``fv`` score with :func:`induction.circuits.fv.fv_scores`' defaults.
+_fv_provider = _by_path("induction.circuits.fv:fv_table")
+
+
+#: Every head score by name, the detector's first, in their canonical order.
+HEAD_SCORES: dict[str, HeadScore] = {
+    score.name: score
+    for score in (
+        HeadScore(
+            "induction",
+            "pattern",
+            "attention from a repeated token to the token after its previous occurrence",
+            "induction head",
+            transformer_lens=True,
+        ),
+        HeadScore(
+            "prefix_matching",
+            "pattern",
+            "attention to the token after every earlier occurrence (Olsson et al.)",
+            "prefix-matching head",
+        ),
+        HeadScore(
+            "duplicate_token",
+            "pattern",
+            "attention to every earlier occurrence of the current token",
+            "duplicate-token head",
+            transformer_lens=True,
+        ),
+        HeadScore(
+            "previous_token",
+            "pattern",
+            "attention to the previous position",
+            "previous-token head",
+            transformer_lens=True,
+        ),
+        HeadScore(
+            "copying",
+            "weights",
+            "how much the head's OV circuit copies a token to the output (weights only)",
+            "copying head",
+        ),
+        HeadScore(
+            FV_SCORE,
+            "provider",
+            "mean causal indirect effect on the answer of in-context pair tasks (Todd et al.)",
+            "FV head",
+            threshold=None,  # changes in an answer's probability: no convention
+            provider=_fv_provider,
+        ),
+    )
+}
+
+
+def _names(source: str) -> tuple[str, ...]:
+    return tuple(n for n, score in HEAD_SCORES.items() if score.source == source)
+
+
+SCORES = cast(tuple[ScoreName, ...], _names("pattern") + _names("weights"))
+#: Scores read from attention patterns (the rest come from the weights or a provider).
+ATTENTION_SCORES = _names("pattern")
+#: Scores that ``convention="tl_mul"`` computes TransformerLens's way.
+TL_SCORES = tuple(n for n, score in HEAD_SCORES.items() if score.transformer_lens)
 
 
 def check_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
@@ -78,12 +181,14 @@ def default_threshold(score: str) -> float | None:
     """The score at which a head conventionally counts as one: :data:`INDUCTION_THRESHOLD` for
     the detector's scores; ``None`` for FV scores, which have no convention (they are changes
     in an answer's probability, a few hundredths for the strongest heads of a 135M model)."""
-    return None if score == FV_SCORE else INDUCTION_THRESHOLD
+    known = HEAD_SCORES.get(score)
+    return known.threshold if known is not None else INDUCTION_THRESHOLD
 
 
 def head_kind(score: str) -> str:
     """What a head strong in ``score`` is called: "induction head", "FV head", ..."""
-    return {"induction": "induction head", FV_SCORE: "FV head"}.get(score, f"{score} head")
+    known = HEAD_SCORES.get(score)
+    return known.head_kind if known is not None else f"{score} head"
 
 
 def check_sweep_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
@@ -101,41 +206,51 @@ def check_sweep_scores(scores: str | Sequence[str]) -> tuple[str, ...]:
     return (*scan, FV_SCORE) if fv else scan
 
 
-def _by_path(target: str) -> Callable[[Any], Any]:
-    """A provider named by ``"module:function"``, imported when the score is first asked for
-    (as an entry point): the registry stays on the ground floor and names a unit above it
-    without importing it (docs/design.md, floors)."""
+class _Providers(Mapping[str, Callable[[Any], Any]]):
+    """The provided scores of :data:`HEAD_SCORES`, name -> provider (a live view)."""
 
-    def provider(loaded: Any) -> Any:
-        import importlib
+    def __getitem__(self, name: str) -> Callable[[Any], Any]:
+        score = HEAD_SCORES.get(name)
+        if score is None or score.provider is None:
+            raise KeyError(name)
+        return score.provider
 
-        module, _, function = target.partition(":")
-        return getattr(importlib.import_module(module), function)(loaded)
+    def __iter__(self) -> Iterator[str]:
+        return (n for n, score in HEAD_SCORES.items() if score.provider is not None)
 
-    provider.__qualname__ = provider.__name__ = f"provider of {target}"
-    return provider
-
-
-#: The ``fv`` score with :func:`induction.circuits.fv.fv_scores`' defaults.
-_fv_provider = _by_path("induction.circuits.fv:fv_table")
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
-#: Head scores beyond the detector's (:data:`SCORES`), by name: a function of the loaded model
-#: returning a table with ``layer``, ``head`` and the score column. Every documented score is
-#: listed here, where the registry lives, so ablation, lineage and sweeps rank heads by it in
-#: every command without importing the unit first (docs/design.md); plugins may add theirs.
-HEAD_SCORE_PROVIDERS: dict[str, Callable[[Any], Any]] = {FV_SCORE: _fv_provider}
+#: Head scores beyond the detector's, by name: a function of the loaded model returning a table
+#: with ``layer``, ``head`` and the score column (the ``provider`` entries of
+#: :data:`HEAD_SCORES`), so ablation, lineage and sweeps rank heads by them in every command
+#: without importing the unit first (docs/design.md).
+HEAD_SCORE_PROVIDERS: Mapping[str, Callable[[Any], Any]] = _Providers()
 
 
-def register_head_score(name: str, provider: Callable[[Any], Any]) -> None:
-    HEAD_SCORE_PROVIDERS[name] = provider
+def register_head_score(
+    name: str, provider: Callable[[Any], Any], *, head_kind: str | None = None,
+    threshold: float | None = None, about: str = "",
+) -> None:  # fmt: skip
+    """Add (or replace) a provided head score: ``provider(loaded)`` returns a table with
+    ``layer``, ``head`` and a ``name`` column. The detector's own scores cannot be replaced."""
+    if name in SCORES:
+        raise InputError(f"{name!r} is one of the detector's scores; register under another name")
+    HEAD_SCORES[name] = HeadScore(
+        name, "provider", about or f"provided by {provider!r}",
+        head_kind or f"{name} head", threshold, provider=provider,
+    )  # fmt: skip
 
 
 def head_score_provider(name: str) -> Callable[[Any], Any]:
     """The registered provider of ``name``; a one-line error that says how to register it."""
     if name not in HEAD_SCORE_PROVIDERS:
-        known = ", ".join([*SCORES, *HEAD_SCORE_PROVIDERS])
-        raise InputError(f"no provider of the {name!r} head score; available: {known}")
+        known = ", ".join(HEAD_SCORES)
+        raise InputError(
+            f"no provider of the {name!r} head score; available: {known} "
+            "(register one with induction.scores.score_names.register_head_score)"
+        )
     return HEAD_SCORE_PROVIDERS[name]
 
 
