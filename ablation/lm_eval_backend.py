@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, SupportsFloat
 from ablation.config import AblationMode, MeanOver
 from ablation.engine import ResultCache, ablation_key
 from ablation.results import CLEAN, EvalResult, TaskResults
+from ablation.tasks.base import LmEvalTask
 from induction.errors import InputError
 
 if TYPE_CHECKING:
@@ -69,36 +70,6 @@ def require_lm_eval():
         raise InputError(
             f"--lm-eval needs lm-evaluation-harness, which is not installed: {INSTALL_HINT}"
         ) from None
-
-
-@dataclass
-class LmEvalTask:
-    """One harness task at one prompt seed, shaped like the engine's tasks for the report:
-    ``metric`` is the primary metric, ``metrics`` every ``(name, higher_is_better)``."""
-
-    name: str
-    metrics: list[tuple[str, bool]]
-    output_type: str
-    n_docs: int
-    fingerprint: str
-    group: str = "lm-eval"
-    suite: str = "lm-eval"
-    kind: str = "lm-eval"
-    seed: int = 0
-    items: list = field(default_factory=list)  # the evaluated docs (first 16 kept)
-
-    @property
-    def metric(self) -> str:
-        return self.metrics[0][0]
-
-    @property
-    def higher_is_better(self) -> bool:
-        return self.metrics[0][1]
-
-    @property
-    def in_mean(self) -> bool:
-        """Generation tasks join the report's ``MEAN`` row, as the engine's do."""
-        return self.output_type == "generate_until"
 
 
 @dataclass

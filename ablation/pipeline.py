@@ -27,7 +27,7 @@ from induction.heads import head_label
 from induction.store.io import guards_inputs
 
 if TYPE_CHECKING:
-    from ablation.lm_eval_backend import LmEvalTask
+    from ablation.tasks.base import LmEvalTask
     from ablation.token_loss import TokenLossResult
     from induction.models.loading import LoadedModel
     from induction.models.specs import ModelLike

@@ -41,7 +41,7 @@ from induction.heads import head_label
 from induction.scores.score_names import HEAD_SCORE_PROVIDERS, register_head_score
 
 if TYPE_CHECKING:
-    from ablation.lm_eval_backend import LmEvalTask
+    from ablation.tasks.base import LmEvalTask
 
 
 @dataclass

@@ -221,3 +221,35 @@ def make_task(
     )
     task.positive_control = spec.positive_control
     return task
+
+
+@dataclass
+class LmEvalTask:
+    """One lm-evaluation-harness task (:mod:`ablation.lm_eval_backend`) at one prompt seed,
+    shaped like the engine's tasks for the report: ``metric`` is the primary metric,
+    ``metrics`` every ``(name, higher_is_better)``. Here, beside the engine's task types, so the
+    run and the report name it without importing the harness's adapter."""
+
+    name: str
+    metrics: list[tuple[str, bool]]
+    output_type: str
+    n_docs: int
+    fingerprint: str
+    group: str = "lm-eval"
+    suite: str = "lm-eval"
+    kind: str = "lm-eval"
+    seed: int = 0
+    items: list = field(default_factory=list)  # the evaluated docs (first 16 kept)
+
+    @property
+    def metric(self) -> str:
+        return self.metrics[0][0]
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.metrics[0][1]
+
+    @property
+    def in_mean(self) -> bool:
+        """Generation tasks join the report's ``MEAN`` row, as the engine's do."""
+        return self.output_type == "generate_until"
