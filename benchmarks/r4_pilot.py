@@ -92,6 +92,36 @@ PILOTS: dict[str, tuple[str, dict]] = {
         "the second zoo's mix (ICL_VA_MIX) after the warm-up; growth as pilot 3a",
         {"phases": _mix_phases(**ICL_VA_MIX)},
     ),
+    # 4a (no programs) left binding at chance and 4b (ICL_VA_MIX) began to learn it (probe
+    # 0.32 by step 2,250): what blocks it is in what 4a keeps and 4b lacks. Open-book and math
+    # problems put "?" before the key ("? w14 : w4"), variable programs after it ("r ? 2").
+    # One suspect out each, from the recipe (programs kept: the primitives need them).
+    "pilot5a": (
+        "no `math` after the warm-up (its 0.10 to copy); growth as pilot 3a",
+        {
+            "phases": _mix_phases(
+                copy=0.15,
+                lookup=0.2,
+                varassign=0.3,
+                facts=0.1,
+                openbook=0.15,
+                programs=0.1,
+            ),
+        },
+    ),
+    "pilot5b": (
+        "no `openbook` after the warm-up (its 0.15 to copy); growth as pilot 3a",
+        {
+            "phases": _mix_phases(
+                copy=0.2,
+                lookup=0.2,
+                varassign=0.3,
+                facts=0.1,
+                math=0.1,
+                programs=0.1,
+            ),
+        },
+    ),
 }
 
 
@@ -112,7 +142,9 @@ def measure_pilot(name: str, folder: Path) -> dict:
     """Ablate as the rule reads it and record the card, log and report beside pilot 1's."""
     from ablation import ablate
 
-    report = ablate(str(folder), frac=0.2, controls=0, cache=False, progress=False)
+    report = ablate(
+        str(folder), suite="zoo4g", frac=0.2, controls=0, cache=False, progress=False
+    )  # the rule's suite, also for a pilot whose mix has no round-4 kind (4b)
     RESULTS.mkdir(parents=True, exist_ok=True)
     report.save(RESULTS / f"{name}_ablation_zoo4g.json")
     for src, dst in [("card.json", "card"), ("duplication_log.json", "duplication_log")]:
