@@ -150,3 +150,12 @@ def test_the_checks_would_catch_an_upward_import_and_a_cycle(tmp_path):
     assert _unit("induction.heads") == "induction"
     loop = nx.DiGraph([("a", "b"), ("b", "c"), ("c", "a")])
     assert [len(c) for c in nx.strongly_connected_components(loop)] == [3]
+
+
+def test_the_ground_floor_keeps_at_most_eight_top_level_modules():
+    """Issue #43: the ground floor is grouped by what it does (models, scores, store, figures,
+    stats, zoo); only the shared vocabulary stays at the top of the package."""
+    top = sorted(p.stem for p in (ROOT / "induction").glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 8, top
+    groups = {p.name for p in (ROOT / "induction").iterdir() if (p / "__init__.py").is_file()}
+    assert {"models", "scores", "store", "figures", "stats", "zoo"} <= groups
