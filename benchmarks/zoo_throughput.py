@@ -49,7 +49,7 @@ def train_rate(
     torch.set_num_threads(threads)
     cfg = preset_config(preset, seed=0, batch=batch, threads=threads, **overrides)
     model, _, _ = _initial_model(cfg)
-    opt = _optimizer(cfg, model)
+    opt = _optimizer(cfg, model, torch.device("cpu"))
     if compile:
         model = torch.compile(model)
     depth = cfg.depth

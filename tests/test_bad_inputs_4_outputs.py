@@ -368,8 +368,8 @@ def test_uniform_controls_that_must_overlap_the_target_are_said(tmp_path, tiny_l
 def test_replicate_refuses_an_out_dir_in_the_folder_it_reads(tmp_path):
     """Replicate writes into the folder it reads: an --out-dir that is --models-dir or a
     model's folder is refused before measuring; nothing is written there."""
+    from induction.commands.replicate import main
     from induction.models.registry import zoo_path
-    from induction.replication.cli import main
 
     models = tmp_path / "runs"
     shutil.copytree(zoo_path("dense8c-s1"), models / "dense8c-s1")
@@ -561,7 +561,7 @@ def test_build_zoo_restarts_only_a_folder_it_marked(tmp_path):
 def test_replicate_remeasures_an_edited_store_entry_with_one_note(tmp_path, capsys):
     """rp22's edit on a fresh run: the edited drop is never reported; the model is measured
     again, one note names the entry, and the entry is sealed again."""
-    from induction.replication.cli import main
+    from induction.commands.replicate import main
 
     args = [
         "--fast",

@@ -10,81 +10,69 @@ on the zoo, split along its seams:
 - :mod:`.store`: each model's measurement kept on disk and reused while its inputs hold;
 - :mod:`.gates`: the validity gates per model and the verdict per source claim;
 - :mod:`.results`: outputs, ``--from-results`` and the ``docs/results.md`` block;
-- :mod:`.cli`: ``induction replicate`` (and ``python benchmarks/replication.py``, a thin file
-  that calls :func:`main`).
+- ``induction replicate`` (:mod:`induction.commands.replicate`, also ``python
+  benchmarks/replication.py``) runs it from the command line, its settings' options built
+  from :class:`SettingsOptions`.
+
+Names load lazily (``induction replicate --help`` imports no torch).
 """
 
-from induction.stats import pooled_rank_p
+from __future__ import annotations
 
-from .cli import main
-from .config import DEFAULT_OUT, GROUPS, SOURCE, SOURCE_FAMILIES, SOURCE_LABEL, Settings
-from .figures import figure
-from .gates import claims, claims_markdown, gate_markdown, gate_table
-from .measure import Measured, ancestor_counts, measure, source_headline
-from .models import FAMILIES, SOURCE_FAMILY, ModelRef, discover, source_family
-from .pipeline import Replication, measure_model, replicate
-from .report import markdown_tables, task_table, verdict
-from .results import (
-    README_END,
-    README_START,
-    SUMMARY_END,
-    SUMMARY_START,
-    load_results,
-    readme_block,
-    record_settings,
-    summary_block,
-    update_readme,
-    update_summary,
-    write_outputs,
-)
-from .stats import add_flops_ratio, add_model_stats, comparisons, family_summary
-from .store import MeasurementStore, code_hash, measurement_key
+import importlib
 
-__all__ = [
-    "DEFAULT_OUT",
-    "FAMILIES",
-    "GROUPS",
-    "README_END",
-    "README_START",
-    "SOURCE",
-    "SOURCE_FAMILIES",
-    "SOURCE_FAMILY",
-    "SOURCE_LABEL",
-    "SUMMARY_END",
-    "SUMMARY_START",
-    "MeasurementStore",
-    "Measured",
-    "ModelRef",
-    "Replication",
-    "Settings",
-    "add_flops_ratio",
-    "add_model_stats",
-    "ancestor_counts",
-    "code_hash",
-    "comparisons",
-    "discover",
-    "family_summary",
-    "figure",
-    "load_results",
-    "main",
-    "markdown_tables",
-    "measure",
-    "measure_model",
-    "measurement_key",
-    "pooled_rank_p",
-    "readme_block",
-    "replicate",
-    "source_family",
-    "source_headline",
-    "task_table",
-    "summary_block",
-    "update_readme",
-    "update_summary",
-    "verdict",
-    "write_outputs",
-    "claims",
-    "claims_markdown",
-    "gate_markdown",
-    "gate_table",
-    "record_settings",
-]
+_API = {
+    "DEFAULT_OUT": "induction.replication.config",
+    "FAMILIES": "induction.replication.models",
+    "GROUPS": "induction.replication.config",
+    "README_END": "induction.replication.results",
+    "README_START": "induction.replication.results",
+    "SOURCE": "induction.replication.config",
+    "SOURCE_FAMILIES": "induction.replication.config",
+    "SOURCE_FAMILY": "induction.replication.models",
+    "SOURCE_LABEL": "induction.replication.config",
+    "SUMMARY_END": "induction.replication.results",
+    "SUMMARY_START": "induction.replication.results",
+    "MeasurementStore": "induction.replication.store",
+    "Measured": "induction.replication.measure",
+    "ModelRef": "induction.replication.models",
+    "Replication": "induction.replication.pipeline",
+    "Settings": "induction.replication.config",
+    "SettingsOptions": "induction.replication.config",
+    "add_flops_ratio": "induction.replication.stats",
+    "add_model_stats": "induction.replication.stats",
+    "ancestor_counts": "induction.replication.measure",
+    "code_hash": "induction.replication.store",
+    "comparisons": "induction.replication.stats",
+    "discover": "induction.replication.models",
+    "family_summary": "induction.replication.stats",
+    "figure": "induction.replication.figures",
+    "load_results": "induction.replication.results",
+    "markdown_tables": "induction.replication.report",
+    "measure": "induction.replication.measure",
+    "measure_model": "induction.replication.pipeline",
+    "measurement_key": "induction.replication.store",
+    "pooled_rank_p": "induction.stats",
+    "readme_block": "induction.replication.results",
+    "replicate": "induction.replication.pipeline",
+    "source_family": "induction.replication.models",
+    "source_headline": "induction.replication.measure",
+    "task_table": "induction.replication.report",
+    "summary_block": "induction.replication.results",
+    "update_readme": "induction.replication.results",
+    "update_summary": "induction.replication.results",
+    "verdict": "induction.replication.report",
+    "write_outputs": "induction.replication.results",
+    "claims": "induction.replication.gates",
+    "claims_markdown": "induction.replication.gates",
+    "gate_markdown": "induction.replication.gates",
+    "gate_table": "induction.replication.gates",
+    "record_settings": "induction.replication.results",
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    if name in _API:
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'induction.replication' has no attribute {name!r}")

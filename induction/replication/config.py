@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ablation.stats import REPLICATION_CONTROLS
+from induction.config_fields import option
+from induction.errors import InputError
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
 #: Where results go by default: the checkout's ``benchmarks/results/zoo3`` (the second zoo;
@@ -109,3 +111,50 @@ class Settings:
             if k in cls.__dataclass_fields__
         }
         return cls(**fields)
+
+
+@dataclass(frozen=True)
+class SettingsOptions:
+    """The command line's choice of :class:`Settings` (``induction replicate``'s setting
+    options, built from these fields by ``induction.commands.config_options``): a preset,
+    full or ``fast``, and the fields it overrides; ``None`` or ``False`` keeps the preset's
+    value. :meth:`settings` builds them."""
+
+    fast: bool = option(False, "Reduced settings (CI, notebooks).")
+    controls: int | None = option(None, "Random head sets per model.")
+    n_items: int | None = option(None, "Items per task and prompt seed.")
+    prompt_seeds: int | None = option(None, "Prompt seeds 0..N-1.")
+    tasks: tuple[str, ...] | None = option(
+        None, "Tasks of the suite (default all; --tasks a b or --tasks a --tasks b)."
+    )
+    no_regbench: bool = option(False, "Skip the RegBench ablation.")
+    top: int | None = option(None, "Heads traced against random sets.")
+    tied: bool = option(False, "Looped: ablate tied across passes.")
+    cache: bool = option(
+        False, "Reuse `induction ablate`'s resume cache (same numbers; resumable)."
+    )
+
+    def __post_init__(self) -> None:
+        for flag, value, low in (
+            ("--controls", self.controls, 0),
+            ("--n-items", self.n_items, 1),
+            ("--prompt-seeds", self.prompt_seeds, 1),
+            ("--top", self.top, 1),
+        ):
+            if value is not None and value < low:
+                raise InputError(f"{flag} must be an integer >= {low}, got {value}")
+
+    def settings(self) -> Settings:
+        """The preset with this choice's overrides."""
+        base = Settings.fast() if self.fast else Settings()
+        overrides = {
+            "controls": self.controls,
+            "n_items": self.n_items,
+            "top_n": self.top,
+            "tied": self.tied or None,
+            "tasks": tuple(self.tasks) if self.tasks else None,
+            "prompt_seeds": tuple(range(self.prompt_seeds)) if self.prompt_seeds else None,
+            "regbench": False if self.no_regbench else None,
+            "cache": self.cache or None,
+        }
+        return replace(base, **{k: v for k, v in overrides.items() if v is not None})

@@ -17,10 +17,12 @@ from induction.commands.config_options import config_command
 from induction.commands.dynamics import sweep
 from induction.commands.fv import fv
 from induction.commands.lineage import lineage
+from induction.commands.replicate import replicate
 from induction.commands.scan import scan
 from induction.config_fields import CLI_DEFAULT, flags_of, option, option_fields, parse_seeds
 from induction.dynamics.sweep import SweepSettings
 from induction.errors import InputError
+from induction.replication.config import SettingsOptions
 from induction.scores.score_names import ScanConfig, parse_token_range
 from lineage.api import TraceConfig
 
@@ -98,6 +100,7 @@ def test_a_command_without_config_parameter_is_refused() -> None:
         (scan, ScanConfig, set()),
         (lineage, TraceConfig, set()),
         (sweep, SweepSettings, set()),  # the scan's options stay its own (fv in --scores)
+        (replicate, SettingsOptions, set()),
     ],
 )
 def test_every_option_field_is_a_command_option_once(command, config_cls, fixed) -> None:
