@@ -122,6 +122,24 @@ PILOTS: dict[str, tuple[str, dict]] = {
             ),
         },
     ),
+    # 5a (no math) learnt binding from step 3,000 and 5b (no openbook) did not: math blocks
+    # it. 6: the recipe's mix, but math enters only at 60% (step 2,400), 5a's mix before.
+    "pilot6": (
+        "`math` enters at 60% of the steps (5a's mix from 25% to 60%, the recipe's after)",
+        {
+            "phases": [
+                *_mix_phases(
+                    copy=0.15,
+                    lookup=0.2,
+                    varassign=0.3,
+                    facts=0.1,
+                    openbook=0.15,
+                    programs=0.1,
+                ),
+                {**r4_phases()[1], "at": 0.6},
+            ],
+        },
+    ),
 }
 
 
