@@ -131,13 +131,13 @@ def compute_scores(
 
 def check_score_name(score: str, table: pd.DataFrame | None = None) -> None:
     """Refuse a score no table column holds and no scorer computes (one line, before work)."""
-    from induction.scores.score_names import SCORES
+    from induction.scores.score_names import HEAD_SCORES
 
-    if score in SCORES or score in SCORE_PROVIDERS:
+    if score in HEAD_SCORES:
         return
     if table is not None and score in table.columns:
         return
-    known = ", ".join([*SCORES, *SCORE_PROVIDERS])
+    known = ", ".join(HEAD_SCORES)
     raise InputError(
         f"unknown score {score!r}; available: {known} (a table with that column via --scores, "
         "or induction.scores.score_names.register_head_score)"

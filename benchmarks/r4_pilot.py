@@ -20,18 +20,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from induction.store.io import write_json  # noqa: E402
+from induction.store.io import write_bytes, write_json  # noqa: E402
 from induction.training.protocol import ICL_VA_MIX, LATE_GROWTH, r4_phases  # noqa: E402
+from induction.zoo.corpus import MIX_R4  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "pilot4"
 PRESET = "grown8rt"
+
+
+def _without(kind: str) -> dict[str, float]:
+    """``MIX_R4`` without ``kind``, its share given to ``copy`` (the kinds' order kept)."""
+    mix = dict(MIX_R4)
+    mix["copy"] = round(mix["copy"] + mix.pop(kind), 10)
+    return mix
 
 
 def _mix_phases(**mix: float) -> list[dict]:
@@ -75,16 +82,7 @@ PILOTS: dict[str, tuple[str, dict]] = {
     # name) ask other rules in varassign's syntax. 4a: no programs, its 0.10 to copy.
     "pilot4a": (
         "no `programs` after the warm-up (its 0.10 to copy); growth as pilot 3a",
-        {
-            "phases": _mix_phases(
-                copy=0.15,
-                lookup=0.2,
-                varassign=0.3,
-                facts=0.1,
-                openbook=0.15,
-                math=0.1,
-            ),
-        },
+        {"phases": _mix_phases(**_without("programs"))},
     ),
     # 4b, the positive control of the apparatus: the second zoo's mix (ICL_VA_MIX) on this
     # arm. Binding forms here unless the arm (top-layer growth, its schedule) prevents it.
@@ -98,46 +96,18 @@ PILOTS: dict[str, tuple[str, dict]] = {
     # One suspect out each, from the recipe (programs kept: the primitives need them).
     "pilot5a": (
         "no `math` after the warm-up (its 0.10 to copy); growth as pilot 3a",
-        {
-            "phases": _mix_phases(
-                copy=0.15,
-                lookup=0.2,
-                varassign=0.3,
-                facts=0.1,
-                openbook=0.15,
-                programs=0.1,
-            ),
-        },
+        {"phases": _mix_phases(**_without("math"))},
     ),
     "pilot5b": (
         "no `openbook` after the warm-up (its 0.15 to copy); growth as pilot 3a",
-        {
-            "phases": _mix_phases(
-                copy=0.2,
-                lookup=0.2,
-                varassign=0.3,
-                facts=0.1,
-                math=0.1,
-                programs=0.1,
-            ),
-        },
+        {"phases": _mix_phases(**_without("openbook"))},
     ),
     # 5a (no math) learnt binding from step 3,000 and 5b (no openbook) did not: math blocks
     # it. 6: the recipe's mix, but math enters only at 60% (step 2,400), 5a's mix before.
     "pilot6": (
         "`math` enters at 60% of the steps (5a's mix from 25% to 60%, the recipe's after)",
         {
-            "phases": [
-                *_mix_phases(
-                    copy=0.15,
-                    lookup=0.2,
-                    varassign=0.3,
-                    facts=0.1,
-                    openbook=0.15,
-                    programs=0.1,
-                ),
-                {**r4_phases()[1], "at": 0.6},
-            ],
+            "phases": [*_mix_phases(**_without("math")), {**r4_phases()[1], "at": 0.6}],
         },
     ),
 }
@@ -167,7 +137,7 @@ def measure_pilot(name: str, folder: Path) -> dict:
     report.save(RESULTS / f"{name}_ablation_zoo4g.json")
     for src, dst in [("card.json", "card"), ("duplication_log.json", "duplication_log")]:
         if (folder / src).is_file():
-            shutil.copyfile(folder / src, RESULTS / f"{name}_{dst}.json")
+            write_bytes(RESULTS / f"{name}_{dst}.json", (folder / src).read_bytes())
     gates = [g for g in report.meta["gates"] if g["readout"] in ("em", "f1")]
     by_group: dict[str, list[str]] = {}
     for g in gates:
