@@ -110,6 +110,20 @@ PILOTS: dict[str, tuple[str, dict]] = {
             "phases": [*_mix_phases(**_without("math")), {**r4_phases()[1], "at": 0.6}],
         },
     ),
+    # 6's math entered at step 2,400, before binding formed (5a: from step 3,000), blocked it
+    # and was not learnt in 1,600 steps at <= 35% of the peak rate. Math-trained pilots put
+    # equal mass on every digit of a variable program, shown or not (2, 4a, 5b, 6: 0.10 each),
+    # where 5a and 4b put it on the shown digits (0.32-0.55 vs 0.003-0.009): a shown digit is
+    # never math's answer, so math cancels "answer a shown digit", binding's first step
+    # (docs/replication.md, "Pilot 7"). 7b: 6's design at 6,000 steps, math from 50% (step
+    # 3,000, where 5a's binding began), so math keeps 3,000 steps at <= 50% of the peak rate.
+    "pilot7b": (
+        "6,000 steps; `math` enters at 50% (step 3,000), 5a's mix from 25% to 50%",
+        {
+            "steps": 6000,
+            "phases": [*_mix_phases(**_without("math")), {**r4_phases()[1], "at": 0.5}],
+        },
+    ),
 }
 
 

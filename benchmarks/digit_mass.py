@@ -1,0 +1,78 @@
+"""Where a pilot's model puts its mass on a variable program's answer (docs/replication.md,
+"Pilot 7"): on fresh ``var_depth0`` problems, the mean probability per digit of the gold digit,
+of the other digits the program shows, and of the digits it does not show.
+
+    python benchmarks/digit_mass.py pilot2 pilot5a ... [--runs DIR]
+
+A model that has taken binding's first step ("answer a digit the program shows") puts its mass
+on the shown digits; one with no such rule spreads it evenly (0.1 each). Reads the pilots'
+folders ``--runs/NAME/grown8rt-s0`` (``benchmarks/r4_pilot.py``), writes
+``benchmarks/results/pilot4/digit_mass.json`` (one row per pilot, merged with earlier rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from induction.store.io import write_json  # noqa: E402
+from induction.zoo import vocab as V  # noqa: E402
+from induction.zoo.problems import var_depth  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "pilot4" / "digit_mass.json"
+STREAM = [999, 1]  # no corpus, suite or probe stream uses 999
+
+
+def digit_mass(folder: Path, n_problems: int = 256) -> dict:
+    """Mean per-digit probability of gold, other shown and unshown digits, and accuracy."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    rng = np.random.default_rng(STREAM)
+    digit_ids = [V.VOCAB[d] for d in V.DIGITS]
+    gold_p, shown_p, unshown_p, hits = [], [], [], []
+    for _ in range(n_problems):
+        problem = var_depth(rng, 0)
+        ids = [V.BOS_ID] + [V.VOCAB[t] for t in problem.query]
+        with torch.no_grad():
+            probs = model(torch.tensor([ids])).logits[0, -1].softmax(-1)
+        shown = {V.VOCAB[t] for t in problem.query if t in V.DIGITS}
+        gold = V.VOCAB[problem.answer[0]]
+        gold_p.append(probs[gold].item())
+        shown_p.append(np.mean([probs[i].item() for i in shown if i != gold]))
+        unshown_p.append(np.mean([probs[i].item() for i in digit_ids if i not in shown]))
+        hits.append(int(probs.argmax().item() == gold))
+    return {
+        "p_gold": round(float(np.mean(gold_p)), 4),
+        "p_other_shown": round(float(np.mean(shown_p)), 4),
+        "p_unshown": round(float(np.mean(unshown_p)), 4),
+        "accuracy": round(float(np.mean(hits)), 4),
+        "n_problems": n_problems,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("pilots", nargs="+")
+    ap.add_argument("--runs", type=Path, default=ROOT / "runs" / "r4-pilot")
+    args = ap.parse_args(argv)
+    rows = json.loads(OUT.read_text()) if OUT.is_file() else {}
+    for name in args.pilots:
+        rows[name] = digit_mass(args.runs / name / "grown8rt-s0")
+        print(name, rows[name])
+    write_json(OUT, dict(sorted(rows.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    from induction.commands.main import run_script
+
+    run_script(main)
