@@ -124,6 +124,18 @@ PILOTS: dict[str, tuple[str, dict]] = {
             "phases": [*_mix_phases(**_without("math")), {**r4_phases()[1], "at": 0.5}],
         },
     ),
+    # 7a: math waits for binding itself, at the first probe (every 250 steps) whose variable
+    # assignment reaches 0.4, at 75% at the latest; the card records the step (phase_starts)
+    "pilot7a": (
+        "6,000 steps; `math` enters when the probe's varassign reaches 0.4 (75% at the latest)",
+        {
+            "steps": 6000,
+            "phases": [
+                *_mix_phases(**_without("math")),
+                {**r4_phases()[1], "at": 0.75, "gate": {"probe": "varassign", "min": 0.4}},
+            ],
+        },
+    ),
 }
 
 

@@ -38,6 +38,7 @@ from induction.training.protocol import (
     FixedTrainConfig,
     _Run,
     batch_at,
+    has_gates,
     model_name,
     train_runs,
 )
@@ -147,8 +148,14 @@ def train_seeds(
         _Run(cfg, out, flag, device, progress, seeds_per_process=n)
         for cfg, out, flag in zip(found, folders, flags, strict=True)
     ]
+    gated = any(has_gates(run.cfg) for run in runs)
+    if gated and data_workers:
+        raise InputError(
+            "a gated data phase depends on each seed's probe, so its batches cannot be drawn "
+            "ahead; pass data_workers=0"
+        )
     if data_workers is None:
-        data_workers = default_data_workers(runs[0].cfg.device, n)
+        data_workers = 0 if gated else default_data_workers(runs[0].cfg.device, n)
     return train_batched(runs, stop_at, data_workers)
 
 

@@ -87,7 +87,9 @@ MAIN_MIX = dict(C.MIX_V2)
 
 def default_phases() -> list[dict]:
     """Data phases: ``at`` (fraction of the steps where the phase starts), ``mix`` (segment
-    kind -> weight, any kind of ``induction.zoo.corpus.KINDS``), ``seq_len``, ``max_span``."""
+    kind -> weight, any kind of ``induction.zoo.corpus.KINDS``), ``seq_len``, ``max_span``.
+    Optional ``gate`` (:func:`gate_opens`): the phase may start earlier, at the first probe
+    whose ``gate["probe"]`` field reaches ``gate["min"]``; ``at`` is then its latest start."""
     return [
         {"at": 0.0, "mix": dict(WARMUP_MIX), "seq_len": 96, "max_span": 18},
         {"at": 0.25, "mix": dict(MAIN_MIX), "seq_len": 96, "max_span": 40},
@@ -412,19 +414,53 @@ def growth_steps(cfg: FixedTrainConfig) -> list[int]:
     return [round(f * cfg.steps) for f in fractions]
 
 
-def phase_at(cfg: FixedTrainConfig, step: int) -> dict:
-    """The data phase of step ``step`` (phases start at ``round(at * steps)``)."""
+def phase_starts(cfg: FixedTrainConfig, opened: dict[str, int] | None = None) -> list[int]:
+    """The step each data phase starts at: ``round(at * steps)``, or for a gated phase the step
+    its gate opened (``opened``: phase index as text -> step, as the run's state records it)."""
+    opened = opened or {}
+    return [
+        min(opened.get(str(i), math.inf), round(p["at"] * cfg.steps))
+        for i, p in enumerate(cfg.phases)
+    ]
+
+
+def phase_at(cfg: FixedTrainConfig, step: int, opened: dict[str, int] | None = None) -> dict:
+    """The data phase of step ``step`` (phases start at :func:`phase_starts`)."""
     current = cfg.phases[0]
-    for phase in cfg.phases:
-        if step >= round(phase["at"] * cfg.steps):
+    for phase, start in zip(cfg.phases, phase_starts(cfg, opened), strict=True):
+        if step >= start:
             current = phase
     return current
 
 
-def batch_at(cfg: FixedTrainConfig, step: int) -> np.ndarray:
+def gate_opens(
+    cfg: FixedTrainConfig, step: int, found: dict[str, float], opened: dict[str, int]
+) -> list[int]:
+    """The gated phases a probe at ``step`` (updates done) opens: not yet started, the phase
+    before them started, and the probe's field at or above the gate's ``min``. A gate waits
+    for a skill in one pilot run; a recipe for several arms fixes the step it found instead,
+    since data that depends on the model differs between arms (docs/replication.md, "Pilot
+    7")."""
+    starts = phase_starts(cfg, opened)
+    return [
+        i
+        for i, phase in enumerate(cfg.phases)
+        if "gate" in phase
+        and step < starts[i]
+        and step >= starts[i - 1]
+        and found[phase["gate"]["probe"]] >= phase["gate"]["min"]
+    ]
+
+
+def has_gates(cfg: FixedTrainConfig) -> bool:
+    return any("gate" in phase for phase in cfg.phases)
+
+
+def batch_at(cfg: FixedTrainConfig, step: int, opened: dict[str, int] | None = None) -> np.ndarray:
     """The ``[batch, seq_len]`` tokens of step ``step``: a function of (data seed, step) and
-    the schedule only, never of the model or its seed."""
-    phase = phase_at(cfg, step)
+    the schedule only, never of the model or its seed; with a gated phase, also of the step
+    its gate opened (``opened``, see :func:`phase_starts`)."""
+    phase = phase_at(cfg, step, opened)
     corpus = C.CorpusConfig(
         **{**cfg.corpus, "seq_len": phase["seq_len"], "max_span": phase["max_span"]},
         mix=dict(phase["mix"]),
@@ -520,6 +556,18 @@ def _check_ranges(cfg: FixedTrainConfig) -> None:
                 f"training config: phase {phase!r} needs at in [0, 1), whole seq_len and "
                 "max_span >= 2 and a mix of finite non-negative weights"
             )
+        gate = phase.get("gate")
+        if gate is not None and not (
+            isinstance(gate, dict)
+            and set(gate) == {"probe", "min"}
+            and gate["probe"] in ("lookup", "varassign")
+            and isinstance(gate["min"], int | float)
+            and 0 < gate["min"] <= 1
+        ):
+            raise InputError(
+                f"training config: phase gate {gate!r} needs probe (lookup or varassign) and "
+                "min in (0, 1], e.g. {'probe': 'varassign', 'min': 0.4}"
+            )
     if not isinstance(cfg.corpus, dict):
         raise InputError("training config: corpus must be an object")
 
@@ -587,6 +635,13 @@ def validate(cfg: FixedTrainConfig) -> None:
         raise InputError(f"d_model {cfg.d_model} is not divisible by {cfg.n_heads} heads")
     if not cfg.phases or cfg.phases[0]["at"] != 0:
         raise InputError("the first data phase must start at 0")
+    if "gate" in cfg.phases[0]:
+        raise InputError("the first data phase starts at 0 and cannot be gated; gate a later one")
+    if has_gates(cfg) and not cfg.probe_every:
+        raise InputError("a gated data phase opens on the probe; set probe_every (e.g. 250)")
+    starts = phase_starts(cfg)
+    if starts != sorted(starts):
+        raise InputError(f"data phases must start in order; they start at steps {starts}")
     for phase in cfg.phases:
         unknown = set(phase["mix"]) - set(C.KINDS)
         if unknown:
@@ -674,6 +729,8 @@ class _State:
     checkpoints: list = field(default_factory=list)
     devices: list = field(default_factory=list)  # device_label of each device trained on
     seeds_per_process: list = field(default_factory=list)  # seeds batched together, per leg
+    # gated data phases opened: phase index (text) -> the step it starts at
+    phases_opened: dict = field(default_factory=dict)
 
 
 def train_fixed(
@@ -865,7 +922,7 @@ class _Run:
         step, drawn elsewhere), chained into the data hash."""
         for group in self.opt.param_groups:
             group["lr"] = lr_at(self.cfg, self.st.step)
-        batch = batch_at(self.cfg, self.st.step) if batch is None else batch
+        batch = batch_at(self.cfg, self.st.step, self.st.phases_opened) if batch is None else batch
         st = self.st
         st.data_sha256 = hashlib.sha256(st.data_sha256.encode() + batch.tobytes()).hexdigest()
         return torch.from_numpy(batch).to(self.device)
@@ -898,6 +955,9 @@ class _Run:
             if entry is None:
                 st.history.append(entry := {"step": st.step, "depth": depth})
             entry |= {k: round(v, 4) for k, v in row.items() if k in PROBE_FIELDS}
+            for i in gate_opens(cfg, st.step, row, st.phases_opened):
+                st.phases_opened[str(i)] = st.step
+                row[f"phase_{i}_opens"] = True
         if self.logfile is not None:
             self.logfile.write(json.dumps(row) + "\n")
             self.logfile.flush()
@@ -939,8 +999,8 @@ def _flops_left(cfg: FixedTrainConfig, step: int, depth: int) -> float:
     counting the growth events still due (at steps >= ``step``) and each data phase's sequence
     length: constant between those boundaries, so summed by segment."""
     due = [g for g in growth_steps(cfg) if g >= step]
-    phase_starts = [round(phase["at"] * cfg.steps) for phase in cfg.phases]
-    edges = sorted({step, cfg.steps, *(b for b in due + phase_starts if step < b < cfg.steps)})
+    starts = phase_starts(cfg)  # a gate not yet open: its latest start
+    edges = sorted({step, cfg.steps, *(b for b in due + starts if step < b < cfg.steps)})
     total = 0.0
     for a, b in zip(edges, edges[1:]):
         layers = depth + cfg.grow_block * sum(g <= a for g in due)
@@ -984,6 +1044,7 @@ def _final_card(cfg: FixedTrainConfig, model, st: _State, log) -> dict:
         "stored_params": param_count(cfg, stored_layers(cfg)),
         "dense_params": param_count(cfg, cfg.reference_depth),
         "data_sha256": st.data_sha256,
+        "phase_starts": phase_starts(cfg, st.phases_opened),
         "repeat_len": cfg.repeat_len,
         "config": asdict(cfg),
         "history": st.history,
@@ -1184,6 +1245,10 @@ def _resume(
     return model, opt, log, plan, st
 
 
+#: Counters added after training states were saved; an older state resumes with their default.
+_STATE_ADDED_LATER = {"phases_opened"}
+
+
 def _check_state(state, cfg: FixedTrainConfig, folder: Path, bad: str, fix: str) -> None:
     """A training state's keys, types and step, and the config it was saved under (states
     since the config was stored in them) equal to ``train_config.json`` but the device."""
@@ -1198,7 +1263,8 @@ def _check_state(state, cfg: FixedTrainConfig, folder: Path, bad: str, fix: str)
         or not isinstance(state["optimizer"], dict)
         or not isinstance(state["torch_rng"], torch.Tensor)
         or not isinstance(counters, dict)
-        or set(counters) != known
+        or not set(counters) <= known
+        or not known - set(counters) <= _STATE_ADDED_LATER
         or counters.get("step") != state["step"]
         or not isinstance(state["step"], int)
         or not 0 <= state["step"] < cfg.steps

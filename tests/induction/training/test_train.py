@@ -559,3 +559,71 @@ def test_training_progress_writes_the_projects_lines_off_a_terminal(monkeypatch,
     monkeypatch.setenv("INDUCTION_PROGRESS", "lines")
     train_fixed(fixed("dense8", steps=10), progress=False)
     assert capsys.readouterr().err == ""
+
+
+def _gated(at=0.5, **gate):
+    """``fixed("dense8")`` whose second phase opens on the probe (every 5 steps)."""
+    cfg = fixed("dense8", probe_every=5, state_every=5)
+    cfg.phases[1] = {**cfg.phases[1], "at": at, "gate": gate}
+    return cfg
+
+
+def test_a_gated_phase_trains_as_if_fixed_at_the_step_its_gate_opened(tmp_path):
+    """Pilot 7a (docs/replication.md): a phase may open at the first probe that reaches its
+    gate; the run then equals one whose phase was fixed at that step, and resumes exactly
+    from a state saved after the gate opened."""
+    from safetensors.torch import load_file
+
+    from induction.training.protocol import train_fixed
+
+    # this tiny model's probe reads lookup 0.0069 at step 5 and 0.0115 at step 10
+    gated = _gated(probe="lookup", min=0.01)
+    _, card = train_fixed(gated, out=tmp_path / "gated", progress=False)
+    assert card["phase_starts"] == [0, 10]
+    log = (tmp_path / "gated" / "train_log.jsonl").read_text()
+    rows = [json.loads(r) for r in log.splitlines()]
+    assert [r["step"] for r in rows if r.get("phase_1_opens")] == [10]
+    fixed_at_10 = fixed("dense8", probe_every=5, state_every=5)
+    fixed_at_10.phases[1]["at"] = 1 / 3
+    _, twin = train_fixed(fixed_at_10, out=tmp_path / "fixed", progress=False)
+    assert twin["phase_starts"] == [0, 10] and twin["data_sha256"] == card["data_sha256"]
+    weights = [load_file(tmp_path / r / "model.safetensors") for r in ("gated", "fixed")]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    # stopped at 13, resumed from the state of step 10 (the gate open in it)
+    train_fixed(gated, out=tmp_path / "resumed", progress=False, stop_at=13)
+    _, again = train_fixed(None, out=tmp_path / "resumed", progress=False, resume=True)
+    assert again["phase_starts"] == [0, 10] and again["data_sha256"] == card["data_sha256"]
+    resumed = load_file(tmp_path / "resumed" / "model.safetensors")
+    assert all(torch.equal(weights[0][k], resumed[k]) for k in resumed)
+
+
+def test_a_gate_never_reached_starts_its_phase_at_its_latest_step():
+    from induction.training.protocol import batch_at, phase_at, train_fixed
+
+    _, card = train_fixed(_gated(probe="varassign", min=1.0), progress=False)
+    assert card["phase_starts"] == [0, 15]
+    cfg = _gated(probe="lookup", min=0.5)
+    assert phase_at(cfg, 12) is cfg.phases[0] and phase_at(cfg, 12, {"1": 12}) is cfg.phases[1]
+    assert (batch_at(cfg, 20) == batch_at(cfg, 20, {"1": 10})).all()  # after both starts
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (lambda c: c.phases[1].update(gate={"probe": "loss", "min": 0.4}), "needs probe"),
+        (lambda c: c.phases[1].update(gate={"probe": "varassign", "min": 0}), "min in"),
+        (lambda c: c.phases[0].update(gate={"probe": "lookup", "min": 0.4}), "cannot be gated"),
+        (lambda c: setattr(c, "probe_every", 0), "set probe_every"),
+    ],
+)
+def test_a_bad_gate_is_refused_in_one_line(change, error):
+    from induction.training.multiseed import train_seeds
+    from induction.training.protocol import train_fixed
+
+    cfg = _gated(probe="lookup", min=0.4)
+    change(cfg)
+    with pytest.raises(InputError, match=error):
+        train_fixed(cfg, progress=False)
+    # a gate opens on each seed's own probe: no batches drawn ahead by workers
+    with pytest.raises(InputError, match="data_workers=0"):
+        train_seeds([_gated(probe="lookup", min=0.4)], data_workers=1, progress=False)
