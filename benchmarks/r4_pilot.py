@@ -139,6 +139,19 @@ PILOTS: dict[str, tuple[str, dict]] = {
             ],
         },
     ),
+    # 7b learnt math (5 of 5) but open_lookup and open_keys fell to chance (5a: 0.72, 0.56) once
+    # math entered: "? O :" asks math exactly as "? e :" asks a lookup, whose answer is the value
+    # shown after e, where a shown number is never math's. From pilot 8 math asks with its own
+    # word, w78 (how many), in the corpus and in zoo4g alike (induction/zoo/problems.py); the
+    # configs are the recipe's, so the one change is the corpus (the card's data_sha256).
+    "pilot8a": (
+        "the recipe, math asked with `w78` (how many) instead of `?` (corpus and suite)",
+        {},
+    ),
+    "pilot8b": (
+        "as 8a at 6,000 steps (math from 25%, as the recipe)",
+        {"steps": 6000},
+    ),
 }
 
 

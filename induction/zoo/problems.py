@@ -16,7 +16,10 @@ the first or last candidate, the token before the query), so such rules score at
 
 Words: open-book entities and values, and math's people and objects, are the world's free
 words (:attr:`induction.zoo.world.World.free_words`), never a closed-book entity or value;
-function words ``w72``-``w77`` are yes, no, gets, loses, each, more.
+function words ``w72``-``w78`` are yes, no, gets, loses, each, more, how-many. Math asks with
+``w78`` where open-book and programs ask with ``?`` (docs/replication.md, "Pilot 8"): a shown
+number is never a math answer, and sharing ``?`` taught the pilots to doubt every answer the
+context shows.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import numpy as np
 from induction.zoo import vocab as V
 from induction.zoo.world import RELATION_WORDS, world
 
-GETS, LOSES, MORE = "w74", "w75", "w77"
+GETS, LOSES, MORE, HOW_MANY = "w74", "w75", "w77", "w78"
 
 
 @dataclass(frozen=True)
@@ -139,26 +142,26 @@ def _digits(lo: int, hi: int) -> tuple[str, ...]:
 
 
 def math_add(rng: np.random.Generator) -> Problem:
-    """``P : A O , P gets B ; ? O :`` -> ``A + B``; the answer uniform over 2-9, ``A``
+    """``P : A O , P gets B ; how-many O :`` -> ``A + B``; the answer uniform over 2-9, ``A``
     uniform over 1 .. answer - 1 (so neither shown number is ever the answer)."""
     ans = int(rng.integers(2, 10))
     a = int(rng.integers(1, ans))
     p, o = _pick(rng, world().free_words, 2)
-    q = [p, ":", str(a), o, ",", p, GETS, str(ans - a), ";", "?", o, ":"]
+    q = [p, ":", str(a), o, ",", p, GETS, str(ans - a), ";", HOW_MANY, o, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(2, 9))
 
 
 def math_sub(rng: np.random.Generator) -> Problem:
-    """``P : A O , P loses B ; ? O :`` -> ``A - B``; the answer uniform over 1-8."""
+    """``P : A O , P loses B ; how-many O :`` -> ``A - B``; the answer uniform over 1-8."""
     ans = int(rng.integers(1, 9))
     b = int(rng.integers(1, 10 - ans))
     p, o = _pick(rng, world().free_words, 2)
-    q = [p, ":", str(ans + b), o, ",", p, LOSES, str(b), ";", "?", o, ":"]
+    q = [p, ":", str(ans + b), o, ",", p, LOSES, str(b), ";", HOW_MANY, o, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(1, 8))
 
 
 def math_two_step(rng: np.random.Generator) -> Problem:
-    """``P : A O , P gets B , P loses C ; ? O :`` (the two steps in random order) ->
+    """``P : A O , P gets B , P loses C ; how-many O :`` (the two steps in random order) ->
     ``A + B - C``; the answer uniform over 1-8, operands uniform over the solutions in 1-9
     with ``B != C`` (steps that cancel would give ``A``)."""
     ans = int(rng.integers(1, 9))
@@ -170,12 +173,12 @@ def math_two_step(rng: np.random.Generator) -> Problem:
     steps = [[p, GETS, str(b)], [p, LOSES, str(c)]]
     if rng.integers(2):
         steps.reverse()
-    q = [p, ":", str(a), o, ",", *steps[0], ",", *steps[1], ";", "?", o, ":"]
+    q = [p, ":", str(a), o, ",", *steps[0], ",", *steps[1], ";", HOW_MANY, o, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(1, 8))
 
 
 def math_compare(rng: np.random.Generator) -> Problem:
-    """``P : A O , Q : B O ; P more Q ? :`` -> ``A - B`` (P has more), P's statement first or
+    """``P : A O , Q : B O ; P more Q how-many :`` -> ``A - B`` (P has more), P's statement first or
     second uniformly; the answer uniform over 1-8."""
     ans = int(rng.integers(1, 9))
     small = int(rng.integers(1, 10 - ans))
@@ -183,12 +186,12 @@ def math_compare(rng: np.random.Generator) -> Problem:
     stmts = [[p, ":", str(small + ans), o], [r, ":", str(small), o]]
     if rng.integers(2):
         stmts.reverse()
-    q = [*stmts[0], ",", *stmts[1], ";", p, MORE, r, "?", ":"]
+    q = [*stmts[0], ",", *stmts[1], ";", p, MORE, r, HOW_MANY, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(1, 8))
 
 
 def math_distractor(rng: np.random.Generator) -> Problem:
-    """``P : A O , P : B O2 , P gets C O ; ? O :`` -> ``A + C``, with a distractor quantity
+    """``P : A O , P : B O2 , P gets C O ; how-many O :`` -> ``A + C``, with a distractor quantity
     ``B`` of another object (its statement first or second uniformly); the answer uniform over
     2-9."""
     ans = int(rng.integers(2, 10))
@@ -198,7 +201,7 @@ def math_distractor(rng: np.random.Generator) -> Problem:
     stmts = [[p, ":", str(a), o], [p, ":", str(b), o2]]
     if rng.integers(2):
         stmts.reverse()
-    q = [*stmts[0], ",", *stmts[1], ",", p, GETS, str(ans - a), o, ";", "?", o, ":"]
+    q = [*stmts[0], ",", *stmts[1], ",", p, GETS, str(ans - a), o, ";", HOW_MANY, o, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(2, 9))
 
 

@@ -93,6 +93,21 @@ def test_the_corpus_trains_the_suite_format():
     assert sum(MIX_R4.values()) == pytest.approx(1.0)
 
 
+def test_math_asks_with_its_own_marker():
+    """Pilot 8 (docs/replication.md): math's answer is never a number the problem shows, so
+    it asks with ``w78`` (how many), never with the ``?`` that open-book and programs ask with
+    for an answer the context shows (``open_passage`` asks in the facts' syntax, with neither)."""
+    rng = np.random.default_rng(0)
+    for kind, makers in KIND_PROBLEMS.items():
+        for name, make in makers.items():
+            for _ in range(20):
+                query = make(rng).query
+                if kind == "math":
+                    assert "?" not in query and query.count("w78") == 1, name
+                else:
+                    assert ("?" in query) != (name == "open_passage") and "w78" not in query, name
+
+
 def test_ablate_picks_zoo4g_from_the_card(tmp_path):
     from induction.training.protocol import preset_config
 
