@@ -152,6 +152,14 @@ PILOTS: dict[str, tuple[str, dict]] = {
         "as 8a at 6,000 steps (math from 25%, as the recipe)",
         {"steps": 6000},
     ),
+    # 8a learnt math (4 of 5) and no binding: its answer to a program is uniform over the ten
+    # digits, as every pilot that learnt math. The marker was not the conflict; the digits
+    # are: every math answer is a number the problem does not show. 9a: math segments also
+    # draw a training-only recall problem, whose answer is a quantity it states.
+    "pilot9a": (
+        "as 8a, math segments also draw `math_recall` (answer a stated quantity; not measured)",
+        {"corpus": {"math_recall": True}},
+    ),
 }
 
 

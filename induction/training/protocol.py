@@ -570,6 +570,15 @@ def _check_ranges(cfg: FixedTrainConfig) -> None:
             )
     if not isinstance(cfg.corpus, dict):
         raise InputError("training config: corpus must be an object")
+    known = {f.name for f in fields(C.CorpusConfig)} - {"seq_len", "max_span", "mix"}
+    unknown = sorted(set(cfg.corpus) - known)
+    if unknown:
+        raise InputError(
+            f"training config: unknown corpus field(s) {unknown}; use {sorted(known)} (the "
+            "phases set seq_len, max_span and mix)"
+        )
+    if not isinstance(cfg.corpus.get("math_recall", False), bool):
+        raise InputError("training config: corpus math_recall must be true or false")
 
 
 #: Fields added after runs were recorded whose default leaves the trained weights as they

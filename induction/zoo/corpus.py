@@ -116,6 +116,8 @@ class CorpusConfig:
     mix: dict[str, float] = field(default_factory=lambda: dict(MIX_V1))
     min_span: int = 4
     max_span: int = 30
+    # math segments may also be recall problems (``problems.math_recall``; pilot 9)
+    math_recall: bool = False
 
 
 # ----------------------------------------------------------------------------- background
@@ -344,7 +346,7 @@ def make_sequence(rng: np.random.Generator, cfg: CorpusConfig) -> tuple[list[int
     elif kind in R4_KINDS:
         from induction.zoo.problems import problem_segment
 
-        seq += problem_segment(rng, kind, n)
+        seq += problem_segment(rng, kind, n, training_only=cfg.math_recall)
     else:
         seq += bigram_text(rng, n)
     return seq[:n], kind

@@ -205,6 +205,23 @@ def math_distractor(rng: np.random.Generator) -> Problem:
     return Problem(tuple(q), (str(ans),), "|", _digits(2, 9))
 
 
+def math_recall(rng: np.random.Generator) -> Problem:
+    """Training only (pilot 9, docs/replication.md): ``P : A O , P : B O2 ; how-many O2 :`` ->
+    ``B``, 2-3 quantities of distinct objects and numbers, the asked one uniform. The one math
+    problem whose answer is a number it shows: a model trained on the other five learns that a
+    shown number is never the answer, the opposite of what a variable program asks."""
+    n = int(rng.integers(2, 4))
+    p, *objects = _pick(rng, world().free_words, n + 1)
+    numbers = _pick(rng, _digits(1, 9), n)
+    k = int(rng.integers(n))
+    q: list[str] = []
+    for o, a in zip(objects, numbers, strict=True):
+        q += [p, ":", a, o, ","]
+    q[-1] = ";"
+    q += [HOW_MANY, objects[k], ":"]
+    return Problem(tuple(q), (numbers[k],), "|", tuple(numbers))
+
+
 # ----------------------------------------------------------------------------- primitives
 def _program(stmts, query: str) -> tuple[str, ...]:
     """``a = 3 , b = a ; q ?`` (the corpus's ``varassign`` syntax)."""
@@ -299,12 +316,18 @@ KIND_PROBLEMS: dict[str, dict[str, Maker]] = {
     "programs": PROGRAMS,
 }
 MAKERS: dict[str, Maker] = {**OPEN_BOOK, **MATH, **PROGRAMS}
+#: Problem types the corpus may add to a kind (``CorpusConfig.math_recall``), never measured.
+TRAINING_ONLY: dict[str, dict[str, Maker]] = {"math": {"math_recall": math_recall}}
 
 
-def problem_segment(rng: np.random.Generator, kind: str, budget: int) -> list[int]:
+def problem_segment(
+    rng: np.random.Generator, kind: str, budget: int, training_only: bool = False
+) -> list[int]:
     """Token ids of problems of one type of corpus kind ``kind`` (type uniform per segment)
-    until ``budget`` tokens: the layout of a few-shot prompt of that ``zoo4g`` task."""
-    makers = list(KIND_PROBLEMS[kind].values())
+    until ``budget`` tokens: the layout of a few-shot prompt of that ``zoo4g`` task.
+    ``training_only``: the kind's :data:`TRAINING_ONLY` types are drawn too."""
+    extra = TRAINING_ONLY.get(kind, {}) if training_only else {}
+    makers = [*KIND_PROBLEMS[kind].values(), *extra.values()]
     make = makers[int(rng.integers(len(makers)))]
     out: list[int] = []
     while len(out) < budget:

@@ -108,6 +108,35 @@ def test_math_asks_with_its_own_marker():
                     assert ("?" in query) != (name == "open_passage") and "w78" not in query, name
 
 
+def test_recall_math_is_trained_only_and_answers_a_shown_number():
+    """Pilot 9: ``math_recall`` joins the corpus's math segments only when the corpus asks for
+    it, is never a suite task, and its answer is one of the quantities it states (uniform)."""
+    from induction.zoo.corpus import CorpusConfig, make_sequence
+    from induction.zoo.problems import TRAINING_ONLY, math_recall
+
+    assert "math_recall" not in MAKERS and "math_recall" not in Z.TASKS
+    rng = np.random.default_rng(1)
+    asked = [0, 0, 0]
+    for _ in range(300):
+        p = math_recall(rng)
+        shown = [t for t in p.query if t.isdigit()]
+        assert p.answer[0] in shown and set(p.candidates) == set(shown)
+        assert "?" not in p.query and p.query[-3] == "w78"
+        asked[shown.index(p.answer[0])] += 1
+    assert min(asked[:2]) > 60  # the asked quantity is not always the first or the last
+    # a recall problem is the one math problem with no operation word (gets, loses, more)
+    ops = {V.VOCAB[w] for w in ("w74", "w75", "w77")}
+
+    def starts_with_recall(ids: list[int]) -> bool:
+        return not ops & set(ids[1 : ids.index(V.VOCAB["|"])])
+
+    for recall, expected in ((False, False), (True, True)):
+        cfg = CorpusConfig(seq_len=96, mix={"math": 1.0}, math_recall=recall)
+        seqs = [make_sequence(np.random.default_rng(s), cfg)[0] for s in range(60)]
+        assert any(starts_with_recall(ids) for ids in seqs) is expected
+    assert TRAINING_ONLY["math"] == {"math_recall": math_recall}
+
+
 def test_ablate_picks_zoo4g_from_the_card(tmp_path):
     from induction.training.protocol import preset_config
 

@@ -627,3 +627,12 @@ def test_a_bad_gate_is_refused_in_one_line(change, error):
     # a gate opens on each seed's own probe: no batches drawn ahead by workers
     with pytest.raises(InputError, match="data_workers=0"):
         train_seeds([_gated(probe="lookup", min=0.4)], data_workers=1, progress=False)
+
+
+def test_an_unknown_corpus_field_is_refused_in_one_line():
+    from induction.training.protocol import train_fixed
+
+    with pytest.raises(InputError, match=r"unknown corpus field\(s\) \['recall'\]"):
+        train_fixed(fixed("dense8", corpus={"recall": True}), progress=False)
+    with pytest.raises(InputError, match="math_recall must be true or false"):
+        train_fixed(fixed("dense8", corpus={"math_recall": "yes"}), progress=False)
