@@ -160,6 +160,18 @@ PILOTS: dict[str, tuple[str, dict]] = {
         "as 8a, math segments also draw `math_recall` (answer a stated quantity; not measured)",
         {"corpus": {"math_recall": True}},
     ),
+    # 8b (12 of 19) learnt math and began binding at 6,000 steps, 8a (4,000) did not bind.
+    # 10b: 8b at 8,000 steps, for the primitives and open-book types still at chance.
+    "pilot10b": (
+        "as 8b at 8,000 steps (math with `w78`, math from 25%, as the recipe)",
+        {"steps": 8000},
+    ),
+    # 10a: 8b with open-book asking with its own word, w79, leaving `?` to the programs alone
+    # (pilots that bound variables lost open-book lookups: 4b, 7a, 8b; docs/replication.md).
+    "pilot10a": (
+        "as 8b, open-book asks with `w79` instead of `?` (corpus and suite)",
+        {"steps": 6000},
+    ),
 }
 
 
