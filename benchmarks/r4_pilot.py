@@ -7,7 +7,10 @@ under one change each, trained, then measured on ``zoo4g`` as the rule reads it.
 Each pilot in :data:`PILOTS` is written down before it trains (``git log`` shows the order)
 and differs from the round-4 recipe of its time in the one change its note names: pilots 2-3
 from ``MIX_R4`` with growth at 30/45/60/75% of 4,000 steps; pilot 4 on from the recipe after
-pilot 3a (growth at 40/55/70/85%, ``R4_LATE_GROWTH``, the ``grown8rt`` preset since). The run
+pilot 3a (growth at 40/55/70/85%, ``R4_LATE_GROWTH``, the ``grown8rt`` preset since). Some
+changes live in the corpus and suite rather than the config (pilot 8: math asks with ``w78``;
+pilot 10a: open-book with ``w79``), so a pilot is reproduced from the commit that defined it,
+whose ``zoo4g`` also measured it (the card's ``data_sha256`` names its data). The run
 trains into ``--runs/NAME/grown8rt-s0`` (default ``runs/r4-pilot``, not committed; an
 interrupted run resumes from its latest checkpoint), then ``ablate --frac 0.2 --controls 0
 --no-cache`` measures it and the card, duplication log and ablation report are written to
