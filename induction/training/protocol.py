@@ -418,10 +418,8 @@ def phase_starts(cfg: FixedTrainConfig, opened: dict[str, int] | None = None) ->
     """The step each data phase starts at: ``round(at * steps)``, or for a gated phase the step
     its gate opened (``opened``: phase index as text -> step, as the run's state records it)."""
     opened = opened or {}
-    return [
-        min(opened.get(str(i), math.inf), round(p["at"] * cfg.steps))
-        for i, p in enumerate(cfg.phases)
-    ]
+    starts = [round(p["at"] * cfg.steps) for p in cfg.phases]
+    return [min(opened.get(str(i), at), at) for i, at in enumerate(starts)]
 
 
 def phase_at(cfg: FixedTrainConfig, step: int, opened: dict[str, int] | None = None) -> dict:
