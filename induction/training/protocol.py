@@ -417,9 +417,9 @@ def growth_steps(cfg: FixedTrainConfig) -> list[int]:
 def phase_starts(cfg: FixedTrainConfig, opened: dict[str, int] | None = None) -> list[int]:
     """The step each data phase starts at: ``round(at * steps)``, or for a gated phase the step
     its gate opened (``opened``: phase index as text -> step, as the run's state records it)."""
-    opened = opened or {}
-    starts = [round(p["at"] * cfg.steps) for p in cfg.phases]
-    return [min(opened.get(str(i), at), at) for i, at in enumerate(starts)]
+    found: dict[str, int] = opened or {}
+    starts: list[int] = [round(p["at"] * cfg.steps) for p in cfg.phases]
+    return [min(found.get(str(i), at), at) for i, at in enumerate(starts)]
 
 
 def phase_at(cfg: FixedTrainConfig, step: int, opened: dict[str, int] | None = None) -> dict:
