@@ -16,10 +16,10 @@ the first or last candidate, the token before the query), so such rules score at
 
 Words: open-book entities and values, and math's people and objects, are the world's free
 words (:attr:`induction.zoo.world.World.free_words`), never a closed-book entity or value;
-function words ``w72``-``w79`` are yes, no, gets, loses, each, more, how-many, which. Each
-group asks with its own word, so no two groups share a question format whose answers follow
-other rules: math with ``w78`` (from pilot 8), open-book with ``w79`` (from pilot 10), the
-programs alone with ``?`` (docs/replication.md, "Pilot notes").
+function words ``w72``-``w78`` are yes, no, gets, loses, each, more, how-many. Math asks with
+``w78`` (from pilot 8), open-book and the programs with ``?``: a math answer is never a number
+the problem shows, where theirs always is (docs/replication.md, "Pilot notes"; pilot 10a's
+own word for open-book was not taken).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 from induction.zoo import vocab as V
 from induction.zoo.world import RELATION_WORDS, world
 
-GETS, LOSES, MORE, HOW_MANY, WHICH = "w74", "w75", "w77", "w78", "w79"
+GETS, LOSES, MORE, HOW_MANY = "w74", "w75", "w77", "w78"
 
 
 @dataclass(frozen=True)
@@ -67,38 +67,38 @@ def _passage(pairs) -> list[str]:
 
 # ----------------------------------------------------------------------------- open-book QA
 def open_lookup(rng: np.random.Generator) -> Problem:
-    """``e : v , ... . which e :`` -> ``v``: 4-6 statements, distinct entities and values (the
+    """``e : v , ... . ? e :`` -> ``v``: 4-6 statements, distinct entities and values (the
     others are distractors), the queried statement uniform."""
     n = int(rng.integers(4, 7))
     words = _pick(rng, world().free_words, 2 * n)
     ents, vals = words[:n], words[n:]
     k = int(rng.integers(n))
-    q = [*_passage(zip(ents, vals)), WHICH, ents[k], ":"]
+    q = [*_passage(zip(ents, vals)), "?", ents[k], ":"]
     return Problem(tuple(q), (vals[k],), "|", tuple(vals))
 
 
 def open_keys(rng: np.random.Generator) -> Problem:
-    """Several keys: ``... . which e_i e_j :`` -> ``v_i v_j`` (two distinct entities, uniform);
+    """Several keys: ``... . ? e_i e_j :`` -> ``v_i v_j`` (two distinct entities, uniform);
     candidates are every ordered pair of distinct passage values."""
     n = int(rng.integers(3, 6))
     words = _pick(rng, world().free_words, 2 * n)
     ents, vals = words[:n], words[n:]
     i, j = (int(x) for x in rng.choice(n, size=2, replace=False))
-    q = [*_passage(zip(ents, vals)), WHICH, ents[i], ents[j], ":"]
+    q = [*_passage(zip(ents, vals)), "?", ents[i], ents[j], ":"]
     pairs = tuple(f"{a} {b}" for a in vals for b in vals if a != b)
     return Problem(tuple(q), (vals[i], vals[j]), "|", pairs)
 
 
 def open_hops(rng: np.random.Generator) -> Problem:
     """Two hops: 2-3 chains ``a : b`` and ``b : c`` (all words distinct), statements shuffled;
-    ``... . which which a :`` -> ``c``. Candidates: every chain end."""
+    ``... . ? ? a :`` -> ``c``. Candidates: every chain end."""
     m = int(rng.integers(2, 4))
     words = _pick(rng, world().free_words, 3 * m)
     chains = [words[3 * i : 3 * i + 3] for i in range(m)]
     stmts = [(a, b) for a, b, _ in chains] + [(b, c) for _, b, c in chains]
     stmts = [stmts[i] for i in rng.permutation(len(stmts))]
     k = int(rng.integers(m))
-    q = [*_passage(stmts), WHICH, WHICH, chains[k][0], ":"]
+    q = [*_passage(stmts), "?", "?", chains[k][0], ":"]
     return Problem(tuple(q), (chains[k][2],), "|", tuple(c[2] for c in chains))
 
 
@@ -126,13 +126,13 @@ def open_passage(rng: np.random.Generator) -> Problem:
 
 
 def open_reverse(rng: np.random.Generator) -> Problem:
-    """Reverse lookup: ``e : v , ... . which : v`` -> ``e`` (which entity has ``v``); 4-6
+    """Reverse lookup: ``e : v , ... . ? : v`` -> ``e`` (which entity has ``v``); 4-6
     statements, the queried one uniform; candidates: the passage's entities."""
     n = int(rng.integers(4, 7))
     words = _pick(rng, world().free_words, 2 * n)
     ents, vals = words[:n], words[n:]
     k = int(rng.integers(n))
-    q = [*_passage(zip(ents, vals)), WHICH, ":", vals[k]]
+    q = [*_passage(zip(ents, vals)), "?", ":", vals[k]]
     return Problem(tuple(q), (ents[k],), "|", tuple(ents))
 
 
