@@ -144,16 +144,16 @@ def train_seeds(
     if device is not None:
         found = [replace(cfg, device=device) for cfg in found]
     check_group(found)
-    runs = [
-        _Run(cfg, out, flag, device, progress, seeds_per_process=n)
-        for cfg, out, flag in zip(found, folders, flags, strict=True)
-    ]
-    gated = any(has_gates(run.cfg) for run in runs)
-    if gated and data_workers:
+    gated = any(has_gates(cfg) for cfg in found)
+    if gated and data_workers:  # refused before any run folder is written
         raise InputError(
             "a gated data phase depends on each seed's probe, so its batches cannot be drawn "
             "ahead; pass data_workers=0"
         )
+    runs = [
+        _Run(cfg, out, flag, device, progress, seeds_per_process=n)
+        for cfg, out, flag in zip(found, folders, flags, strict=True)
+    ]
     if data_workers is None:
         data_workers = 0 if gated else default_data_workers(runs[0].cfg.device, n)
     return train_batched(runs, stop_at, data_workers)

@@ -983,7 +983,7 @@ class _Run:
             progress_label(name, depth, st.step - first_step, seconds, loss, score)
         )
         if st.flops > first_flops and st.step < self.cfg.steps:
-            left = _flops_left(self.cfg, st.step, depth)
+            left = _flops_left(self.cfg, st.step, depth, st.phases_opened)
             self.advance.left(seconds / (st.flops - first_flops) * left)
         self.advance()
 
@@ -1001,17 +1001,19 @@ class _Run:
         return self.model, card
 
 
-def _flops_left(cfg: FixedTrainConfig, step: int, depth: int) -> float:
+def _flops_left(
+    cfg: FixedTrainConfig, step: int, depth: int, opened: dict[str, int] | None = None
+) -> float:
     """Training FLOPs of steps ``step .. steps - 1`` for a model of ``depth`` layers now,
     counting the growth events still due (at steps >= ``step``) and each data phase's sequence
     length: constant between those boundaries, so summed by segment."""
     due = [g for g in growth_steps(cfg) if g >= step]
-    starts = phase_starts(cfg)  # a gate not yet open: its latest start
+    starts = phase_starts(cfg, opened)  # a gate not yet open: its latest start
     edges = sorted({step, cfg.steps, *(b for b in due + starts if step < b < cfg.steps)})
     total = 0.0
     for a, b in zip(edges, edges[1:]):
         layers = depth + cfg.grow_block * sum(g <= a for g in due)
-        seq = phase_at(cfg, a)["seq_len"]
+        seq = phase_at(cfg, a, opened)["seq_len"]
         total += (b - a) * matmul_flops_per_token(cfg, layers, seq) * cfg.batch * seq
     return total
 

@@ -561,10 +561,11 @@ def test_training_progress_writes_the_projects_lines_off_a_terminal(monkeypatch,
     assert capsys.readouterr().err == ""
 
 
-def _gated(at=0.5, **gate):
-    """``fixed("dense8")`` whose second phase opens on the probe (every 5 steps)."""
+def _gated(**gate):
+    """``fixed("dense8")`` whose second phase (at 50% at the latest) opens on the probe, read
+    every 5 steps."""
     cfg = fixed("dense8", probe_every=5, state_every=5)
-    cfg.phases[1] = {**cfg.phases[1], "at": at, "gate": gate}
+    cfg.phases[1] = {**cfg.phases[1], "gate": gate}
     return cfg
 
 
