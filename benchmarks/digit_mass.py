@@ -1,13 +1,17 @@
 """Where a pilot's model puts its mass on a variable program's answer (docs/replication.md,
 "Pilot 7"): on fresh ``var_depth0`` problems, the mean probability per digit of the gold digit,
-of the other digits the program shows, and of the digits it does not show.
+of the other digits the program shows, and of the digits it does not show. With ``--open-book``
+(pilot 11): where it puts its answer to ``zoo4g``'s ``open_lookup`` items (prompt seed 0, the
+items the pilot rule reads): the keyed value, another value of the passage, a key, or a word
+the passage does not show.
 
-    python benchmarks/digit_mass.py pilot2 pilot5a ... [--runs DIR]
+    python benchmarks/digit_mass.py pilot2 pilot5a ... [--runs DIR] [--open-book]
 
 A model that has taken binding's first step ("answer a digit the program shows") puts its mass
 on the shown digits; one with no such rule spreads it evenly (0.1 each). Reads the pilots'
 folders ``--runs/NAME/grown8rt-s0`` (``benchmarks/r4_pilot.py``), writes
-``benchmarks/results/pilot4/digit_mass.json`` (one row per pilot, merged with earlier rows).
+``benchmarks/results/pilot4/digit_mass.json`` (one row per pilot, merged with earlier rows),
+and with ``--open-book`` ``open_book_mass.json`` beside it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from induction.zoo import vocab as V  # noqa: E402
 from induction.zoo.problems import var_depth  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "pilot4" / "digit_mass.json"
+OPEN_OUT = OUT.with_name("open_book_mass.json")
 STREAM = [999, 1]  # no corpus, suite or probe stream uses 999
 
 
@@ -59,16 +64,53 @@ def digit_mass(folder: Path, n_problems: int = 256) -> dict:
     }
 
 
+def open_book_mass(folder: Path, task: str = "open_lookup", n_items: int = 64) -> dict:
+    """On ``task``'s suite items: the mean probability of the keyed value, of each other value
+    of the passage and of each of its keys, and where the top token falls (counts)."""
+    from transformers import AutoModelForCausalLM
+
+    from ablation.tasks.zoo4g import problems
+
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    gold_p, value_p, key_p = [], [], []
+    top = {"gold": 0, "other_value": 0, "key": 0, "elsewhere": 0}
+    for demos, query in problems(task, n_items, seed=0):
+        tokens = [t for d in demos for t in d.tokens] + list(query.query)
+        ids = [V.BOS_ID] + [V.VOCAB[t] for t in tokens]
+        with torch.no_grad():
+            probs = model(torch.tensor([ids])).logits[0, -1].softmax(-1)
+        gold = V.VOCAB[query.answer[0]]
+        values = {V.VOCAB[v] for v in query.candidates} - {gold}
+        passage = query.query[: query.query.index("?")]
+        keys = {V.VOCAB[passage[i - 1]] for i, t in enumerate(passage) if t == ":"}
+        gold_p.append(probs[gold].item())
+        value_p.append(np.mean([probs[i].item() for i in values]))
+        key_p.append(np.mean([probs[i].item() for i in keys]))
+        best = int(probs.argmax().item())
+        where = "gold" if best == gold else "other_value" if best in values else None
+        top[where or ("key" if best in keys else "elsewhere")] += 1
+    return {
+        "task": task,
+        "p_gold": round(float(np.mean(gold_p)), 4),
+        "p_other_value": round(float(np.mean(value_p)), 4),
+        "p_key": round(float(np.mean(key_p)), 4),
+        "top_token": top,
+        "n_items": n_items,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("pilots", nargs="+")
     ap.add_argument("--runs", type=Path, default=ROOT / "runs" / "r4-pilot")
+    ap.add_argument("--open-book", action="store_true", help="open_lookup's answers instead")
     args = ap.parse_args(argv)
-    rows = json.loads(OUT.read_text()) if OUT.is_file() else {}
+    out, measure = (OPEN_OUT, open_book_mass) if args.open_book else (OUT, digit_mass)
+    rows = json.loads(out.read_text()) if out.is_file() else {}
     for name in args.pilots:
-        rows[name] = digit_mass(args.runs / name / "grown8rt-s0")
+        rows[name] = measure(args.runs / name / "grown8rt-s0")
         print(name, rows[name])
-    write_json(OUT, dict(sorted(rows.items())))
+    write_json(out, dict(sorted(rows.items())))
     return 0
 
 

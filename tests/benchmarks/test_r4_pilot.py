@@ -40,3 +40,23 @@ def test_digit_mass_separates_binding_from_none(load_benchmark, tmp_path, monkey
     # grown8c-s0 passes the zoo's variable-assignment gate; dense8-s0 (the first fixed zoo)
     # does not: its gold digit gets no more than another digit the program shows
     assert (row["p_gold"] > 2 * row["p_other_shown"]) is binds
+
+
+def test_open_book_mass_reads_the_suite_items(load_benchmark, tmp_path, monkeypatch):
+    """``--open-book`` reads open_lookup's suite items (prompt seed 0): every item's top token
+    is counted once, and the keyed value is one of the passage's values, never a key."""
+    from ablation.tasks.zoo4g import problems
+
+    bench = load_benchmark("digit_mass")
+    runs = tmp_path / "runs"
+    (runs / "p").mkdir(parents=True)
+    (runs / "p" / "grown8rt-s0").symlink_to(MODELS / "grown8c-s0")
+    monkeypatch.setattr(bench, "OPEN_OUT", tmp_path / "open_book_mass.json")
+    assert bench.main(["p", "--runs", str(runs), "--open-book"]) == 0
+    row = json.loads((tmp_path / "open_book_mass.json").read_text())["p"]
+    assert sum(row["top_token"].values()) == row["n_items"] == 64
+    assert all(0 <= row[k] <= 1 for k in ("p_gold", "p_other_value", "p_key"))
+    for _, query in problems("open_lookup", 64, seed=0):
+        passage = query.query[: query.query.index("?")]
+        assert query.answer[0] in query.candidates and query.answer[0] in passage
+        assert query.answer[0] not in {passage[i - 1] for i, t in enumerate(passage) if t == ":"}
