@@ -104,12 +104,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("pilots", nargs="+")
     ap.add_argument("--runs", type=Path, default=ROOT / "runs" / "r4-pilot")
     ap.add_argument("--open-book", action="store_true", help="open_lookup's answers instead")
+    ap.add_argument(
+        "--checkpoints", action="store_true", help="also each checkpoint (rows NAME@step-N)"
+    )
     args = ap.parse_args(argv)
     out, measure = (OPEN_OUT, open_book_mass) if args.open_book else (OUT, digit_mass)
     rows = json.loads(out.read_text()) if out.is_file() else {}
     for name in args.pilots:
-        rows[name] = measure(args.runs / name / "grown8rt-s0")
-        print(name, rows[name])
+        run = args.runs / name / "grown8rt-s0"
+        folders = {name: run}
+        if args.checkpoints:
+            series = [p for p in (run / "checkpoints").glob("step-*") if p.name[5:].isdigit()]
+            folders |= {
+                f"{name}@{p.name}": p for p in sorted(series, key=lambda p: int(p.name[5:]))
+            }
+        for row, folder in folders.items():
+            rows[row] = measure(folder)
+            print(row, rows[row])
     write_json(out, dict(sorted(rows.items())))
     return 0
 
