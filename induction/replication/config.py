@@ -25,6 +25,12 @@ DEFAULT_OUT = (
 SOURCE_FAMILIES = ("dense", "lidas", "looped")
 SOURCE_LABEL = {"dense": "dense", "lidas": "LIDAS", "looped": "looped"}
 
+#: The scale the source's effect is read on, per verdict readout, declared for round 4 before
+#: it was measured (docs/replication.md, rule R8): ``cand_acc`` is an accuracy, as the source's
+#: F1, so its difference of mean drops; a log-probability drop has no F1 units, so the ratio.
+#: Elsewhere (A9) a word stands only where both scales give it.
+ROUND4_SCALES = {"cand_acc": "difference", "logprob": "ratio"}
+
 #: The source's figures, one model per configuration (no spread was measured).
 SOURCE = {
     # mean F1 drop over 19 few-shot tasks with the top 20% heads by induction score ablated

@@ -30,9 +30,9 @@ import pandas as pd
 from ablation.gates import VERDICT_ORDER, heads_before_growth, saturated, verdict_readout, wilson
 from induction.stats import holm, min_perm_p, seed_test
 
-from .config import SOURCE, Settings
+from .config import ROUND4_SCALES, SOURCE, Settings
 from .intervals import drop_cells
-from .models import source_family
+from .models import drop_claim_families, is_round4, source_family
 
 ALPHA = 0.05
 SOURCE_LIDAS = "0.18 vs 0.08 mean F1 (+0.10, x2.25)"
@@ -264,9 +264,10 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
         src_family = source_family(b)
         if src_family is None:
             raise ValueError(f"family {b!r} has no known source family")
+        scale = ROUND4_SCALES.get(label) if round4 else None
         cells, reading = drop_cells(models.set_index("model"), names[a], names[b],
                                     None if label == "F1/EM" else label, src_family,
-                                    n_drop)  # fmt: skip
+                                    n_drop, scale)  # fmt: skip
         if not ok:
             verdict, why = "untestable here", _failures(pair, readouts=bool(present))
         elif floor > ALPHA:
@@ -287,8 +288,10 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
                      "decided_by": why, "families": [a, b], **cells})  # fmt: skip
 
     dense = (by_src.get("dense") or [None])[0]
-    n_drop = len(by_src.get("lidas", [])) + len(by_src.get("looped", []))  # Holm's m
-    for lidas in by_src.get("lidas", []):
+    claimed = drop_claim_families(fams.index)  # round 4: R8's three; else every arm (A9)
+    round4 = is_round4(fams.index)
+    n_drop = len(claimed)  # Holm's m
+    for lidas in [f for f in by_src.get("lidas", []) if f in claimed]:
         if dense:
             drop_claim(
                 f"top-20% ablation costs LIDAS ({lidas}) more than dense",
@@ -297,7 +300,7 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
                 lidas,
                 "more",
             )
-    for looped in by_src.get("looped", []):
+    for looped in [f for f in by_src.get("looped", []) if f in claimed]:
         if dense:
             drop_claim(
                 f"top-20% ablation costs looped ({looped}) more than dense",
@@ -517,8 +520,9 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
     dense = (by_src.get("dense") or [None])[0]
     base = ["heads", "in_context"]
 
-    compared = [(f, "lidas") for f in by_src.get("lidas", [])]
-    compared += [(f, "looped") for f in by_src.get("looped", [])]
+    claimed = drop_claim_families(gates["family"])
+    compared = [(f, "lidas") for f in by_src.get("lidas", []) if f in claimed]
+    compared += [(f, "looped") for f in by_src.get("looped", []) if f in claimed]
     tested: list[tuple] = []  # (row, diff, p, floor, left, dense seeds, arm seeds, readout, src)
     untested = 0  # drop claims without a secondary test: p = 1 in Holm
     for fam, src in compared if dense is not None else []:

@@ -68,10 +68,14 @@ class ClaimReading:
     power: float
     power_adj: float
     words: dict[str, str]
+    scale: str | None = None  # the declared scale (round 4, R8); None: both must agree (A9)
 
     @property
     def word(self) -> str:
-        """The row's word: the two scales' word where they agree, else *inconclusive*."""
+        """The row's word: the declared scale's word, else the two scales' word where they
+        agree, else *inconclusive*."""
+        if self.scale is not None:
+            return self.words.get(self.scale, "untestable here")
         found = set(self.words.values())
         return found.pop() if len(found) == 1 else "inconclusive"
 
@@ -83,11 +87,15 @@ def read_claim(
     source_ratio: float,
     m: int = 1,
     alpha: float = 0.05,
+    scale: str | None = None,
 ) -> ClaimReading:
     """Arm ``b``'s drops against arm ``a``'s (one per seed), with the source's effect as a
-    difference and as a ratio, Holm's first step over ``m`` claims."""
+    difference and as a ratio, Holm's first step over ``m`` claims; ``scale`` (``difference``
+    or ``ratio``), where declared, alone gives the word."""
     if m < 1 or not 0 < alpha < 1:
         raise InputError(f"need m >= 1 and 0 < alpha < 1, got m={m}, alpha={alpha}")
+    if scale not in (None, "difference", "ratio"):
+        raise InputError(f"scale must be 'difference' or 'ratio', got {scale!r}")
     a, b = finite_arms(a, b)
     levels = (alpha, alpha / m)
     d, d_adj = shift_interval(a, b, levels)
@@ -115,6 +123,7 @@ def read_claim(
         power=power_for(source_diff, len(a), len(b), sd, alpha),
         power_adj=power_for(source_diff, len(a), len(b), sd, alpha / m),
         words=words,
+        scale=scale,
     )
 
 
@@ -130,11 +139,12 @@ def fmt_ci(ci: tuple[float, float], signed: bool = True, digits: int = 3) -> str
 
 
 def drop_cells(models, a: list[str], b: list[str], readout: str | None, source_family: str,
-               m: int) -> tuple[dict, ClaimReading]:  # fmt: skip
+               m: int, scale: str | None = None) -> tuple[dict, ClaimReading]:  # fmt: skip
     """The interval cells of a drop claim, arm ``b`` (model names) against ``a`` (dense), on
     ``readout`` (``None``: the task metric, F1/EM) from the per-model rows ``models`` (indexed
-    by model): the raw drop on both scales (primary), and the drop in excess of the uniform
-    and of the layer-shaped random heads on the difference scale beside it."""
+    by model): the raw drop on both scales (primary; ``scale``, where declared, gives the
+    word), and the drop in excess of the uniform and of the layer-shaped random heads on the
+    difference scale beside it."""
     import json
 
     from .config import SOURCE
@@ -150,6 +160,7 @@ def drop_cells(models, a: list[str], b: list[str], readout: str | None, source_f
         src[source_family] - src["dense"],
         src[source_family] / src["dense"],
         m=m,
+        scale=scale,
     )
     cells = {
         "difference": f"{reading.diff:+.3f}",
@@ -157,7 +168,9 @@ def drop_cells(models, a: list[str], b: list[str], readout: str | None, source_f
         "ratio": f"x{reading.ratio:.2f} {fmt_ci(reading.ratio_ci_adj, False, 2)}",
         "detectable": f"{reading.mdd:.2f} ({reading.mdd_adj:.2f})",
         "power": f"{reading.power:.2f} ({reading.power_adj:.2f})",
-        "scales": ", ".join(f"{k} {v}" for k, v in reading.words.items()),
+        "scales": ", ".join(
+            f"{k} {v}{' (declared)' if k == scale else ''}" for k, v in reading.words.items()
+        ),
     }
 
     def excess(names: list[str], column: str) -> list[float]:

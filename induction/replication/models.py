@@ -62,6 +62,29 @@ class ModelRef:
         return source_family(self.family)
 
 
+#: Round 4's declared drop claims (docs/replication.md, rule R8): one Holm family of three arms
+#: against ``dense8r``; the twin ``grown8rte`` is read on the lineage only.
+ROUND4_DROP_CLAIMS = ("grown8r", "grown8rt", "looped8r")
+
+
+def is_round4(families: Iterable[str]) -> bool:
+    """Every family is a round-4 arm (``induction.models.registry.ROUND4``)."""
+    from induction.models.registry import ROUND4
+
+    found = set(families)
+    return bool(found) and found <= set(ROUND4)
+
+
+def drop_claim_families(families: Iterable[str]) -> list[str]:
+    """The families whose drop against dense is a claim of the Holm family, in the source's
+    order: round 4's declared three where every family is a round-4 arm (R8), else every LIDAS
+    and looped family (the second zoo's rule, A9)."""
+    found = family_order(families)
+    if is_round4(found):
+        return [f for f in found if f in ROUND4_DROP_CLAIMS]
+    return [f for f in found if source_family(f) in ("lidas", "looped")]
+
+
 def family_order(families: Iterable[str]) -> list[str]:
     """Families in the source's order (dense, LIDAS, looped), then by name."""
 

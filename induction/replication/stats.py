@@ -27,7 +27,7 @@ from ablation.stats import family_comparison
 from induction.stats import holm, min_perm_p, pooled_rank_p
 
 from .config import SOURCE
-from .models import family_order, source_family
+from .models import drop_claim_families, family_order, source_family
 
 #: Per-model columns summarised per family as mean and sd over seeds.
 SPREAD = (
@@ -193,7 +193,9 @@ def family_summary(models: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
 def comparisons(models: pd.DataFrame) -> pd.DataFrame:
     """Every family against the dense family across model seeds
     (:func:`ablation.stats.family_comparison`), on ``drop`` and ``excess``; ``p_holm`` is Holm
-    over the comparisons of one measure. Empty without a dense family or a second family."""
+    over the comparisons of one measure whose family is a drop claim
+    (:func:`.models.drop_claim_families`; NaN for the others, round 4's twin). Empty without a
+    dense family or a second family."""
     base = dense_family(models)
     cols = [
         "family",
@@ -258,8 +260,9 @@ def comparisons(models: pd.DataFrame) -> pd.DataFrame:
                 }
             )
     out = pd.DataFrame(rows, columns=[c for c in cols if c != "p_holm"])
-    out["p_holm"] = math.nan
+    out["p_holm"] = math.nan  # outside the declared family (round 4's twin): no Holm p
+    claimed = drop_claim_families(models["family"])
     for measure in out["measure"].unique():
-        idx = out.index[out["measure"] == measure]
+        idx = out.index[(out["measure"] == measure) & out["family"].isin(claimed)]
         out.loc[idx, "p_holm"] = holm(out.loc[idx, "p_perm"].astype(float).tolist())
     return out[cols]

@@ -352,3 +352,26 @@ def test_grown8c_lineage_is_untestable_because_growth_copies_no_formed_head(gate
     row = gates.claims(rep, table).iloc[1]
     assert "ancestors" in row["claim"] and row["verdict"] == "untestable here"
     assert "lidas12-s4 fails copied head before growth" in row["decided_by"]
+
+
+def test_round4_reads_its_declared_claims_on_its_declared_scale(gates_mod):
+    """R8 (docs/replication.md): a report of round-4 arms reads three drop claims (grown8r,
+    grown8rt, looped8r against dense8r; Holm's m = 3), never the twin grown8rte's, and each
+    word comes from the readout's declared scale (cand_acc: the difference)."""
+    gates, _ = gates_mod
+    from induction.replication.models import drop_claim_families
+
+    arms = {"dense8r": 0.05, "grown8r": 0.15, "grown8rt": 0.15, "grown8rte": 0.15,
+            "looped8r": 0.25}  # fmt: skip
+    rep = _Rep(arms, p=0.01, seeds=6)
+    rep.families["source_family"] = ["dense", "lidas", "lidas", "lidas", "looped"]
+    rep.models["drop_cand_acc"] += [0.01 * (s % 3) for s in range(len(rep.models))]
+    table = gates.claims(rep, _gates(dict.fromkeys(arms, True), seeds=6))
+    drops = table[table["claim"].str.startswith("top-20% ablation costs")]
+    named = [c.split("(")[1].split(")")[0] for c in drops["claim"]]
+    assert named == ["grown8r", "grown8rt", "looped8r"]
+    assert all("difference agree (declared)" in c for c in drops["scales"])
+    assert set(drops["verdict"]) == {"agree"}
+    assert drop_claim_families(arms) == ["grown8r", "grown8rt", "looped8r"]
+    second = ["dense8c", "grown8c", "grown8ce", "looped8c", "looped8cp"]  # A9: every arm
+    assert drop_claim_families(second) == second[1:]

@@ -172,3 +172,19 @@ def test_readme_holds_a_short_verdict_table_with_intervals():
     assert len(block.encode()) <= 3000
     assert "| arm vs dense, seeds | verdict | difference [adjusted interval] |" in block
     assert "| grown8c, passing | **inconclusive** | +0.064 [-0.072, +0.292] |" in block
+
+
+def test_a_declared_scale_alone_gives_the_word():
+    """Round 4 (docs/replication.md, R8) declares one scale per readout: the word is that
+    scale's, even where the other scale reads differently; without one both must agree (A9)."""
+    from induction.errors import InputError
+
+    dense = [0.19, 0.12, 0.30, 0.29, 0.21, 0.20]
+    arm = [0.33, 0.21, 0.10, 0.34, 0.26, 0.17]  # +0.02: holds 0 and +0.10; x1.09 excludes x2.25
+    both = read_claim(dense, arm, 0.10, 2.25, m=3)
+    assert both.words["difference"] != both.words["ratio"] and both.word == "inconclusive"
+    for scale in ("difference", "ratio"):
+        reading = read_claim(dense, arm, 0.10, 2.25, m=3, scale=scale)
+        assert reading.word == reading.words[scale] == both.words[scale]
+    with pytest.raises(InputError, match="scale must be"):
+        read_claim(dense, arm, 0.10, 2.25, scale="log")
