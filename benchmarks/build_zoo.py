@@ -59,6 +59,12 @@ FIXED_FAMILIES = list(PRESETS)
 #: at least 3 for the looped arms; docs/replication.md, "Amendment", adds seeds 5-7 and 3-4
 #: for seeds that fail the in-context gates); other families: ``--seeds``.
 SEEDS = {"dense8c": 8, "grown8c": 8, "grown8ce": 8, "looped8c": 5, "looped8cp": 5}
+#: Round 4's arms and seeds, fixed before any of them trained (docs/replication.md, rule R8:
+#: 6 seeds per arm from the power calculation; grown8re and looped8rp do not train); the top-
+#: growth arm first, whose seed 0 becomes the default model once it passes every gate:
+#: ``python benchmarks/build_zoo.py --families grown8rt dense8r grown8r looped8r grown8rte``.
+ROUND4_ORDER = ["grown8rt", "dense8r", "grown8r", "looped8r", "grown8rte"]
+SEEDS |= dict.fromkeys(ROUND4_ORDER, 6)
 #: The default grown model first: its checkpoint series decides the heads-before-growth gate.
 BUILD_ORDER = ["grown8c", "dense8c", "grown8ce", "looped8c", "looped8cp"]
 assert sorted(BUILD_ORDER) == sorted(SECOND_ZOO)
@@ -197,6 +203,18 @@ def _run(code: str, log: Path) -> None:
     log.unlink()
 
 
+def plan(families: list[str], seeds: list[int] | None = None) -> list[tuple[str, int]]:
+    """``(family, seed)`` in build order: seed-major (every family's seed 0 first, so a build
+    cut short leaves whole seed sets); ``seeds`` None: each family's :data:`SEEDS` (else 5)."""
+    top = max(SEEDS.get(f, 5) for f in families)
+    return [
+        (f, s)
+        for s in (seeds if seeds is not None else range(top))
+        for f in families
+        if seeds is not None or s < SEEDS.get(f, 5)
+    ]
+
+
 def check_args(args) -> None:
     """Refuse, before any folder or log is made, what no build can use (one line, exit 2)."""
     from induction.training.first_zoo import FAMILIES, VARIANTS
@@ -253,14 +271,7 @@ def main() -> None:
     if per < 1:
         ap.error(f"--seeds-per-process must be >= 1, got {per}")
     args.dest.mkdir(parents=True, exist_ok=True)
-    # seed-major: every family's seed 0 first, so a build cut short leaves whole seed sets
-    top = max(SEEDS.get(f, 5) for f in args.families)
-    todo = [
-        (f, s)
-        for s in (args.seeds if args.seeds is not None else range(top))
-        for f in args.families
-        if args.seeds is not None or s < SEEDS.get(f, 5)
-    ]
+    todo = plan(args.families, args.seeds)
     with ThreadPoolExecutor(args.jobs) as pool:
         try:
             if per == 1:
