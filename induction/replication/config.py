@@ -133,6 +133,9 @@ class SettingsOptions:
     tasks: tuple[str, ...] | None = option(
         None, "Tasks of the suite (default all; --tasks a b or --tasks a --tasks b)."
     )
+    suite: str | None = option(
+        None, "Measured suite (default zootrain; round 4 reads zoo4g, docs/replication.md R8)."
+    )
     no_regbench: bool = option(False, "Skip the RegBench ablation.")
     top: int | None = option(None, "Heads traced against random sets.")
     tied: bool = option(False, "Looped: ablate tied across passes.")
@@ -149,6 +152,12 @@ class SettingsOptions:
         ):
             if value is not None and value < low:
                 raise InputError(f"{flag} must be an integer >= {low}, got {value}")
+        if self.suite is not None:
+            from ablation.tasks import SUITES
+
+            if self.suite not in SUITES:
+                raise InputError(f"--suite {self.suite!r} is not a suite; use one of "
+                                 f"{', '.join(SUITES)}")  # fmt: skip
 
     def settings(self) -> Settings:
         """The preset with this choice's overrides."""
@@ -159,6 +168,7 @@ class SettingsOptions:
             "top_n": self.top,
             "tied": self.tied or None,
             "tasks": tuple(self.tasks) if self.tasks else None,
+            "suite": self.suite,
             "prompt_seeds": tuple(range(self.prompt_seeds)) if self.prompt_seeds else None,
             "regbench": False if self.no_regbench else None,
             "cache": self.cache or None,

@@ -23,6 +23,7 @@ as conditional on passing (docs/replication.md, "Amendment"), after the primary 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -82,12 +83,19 @@ def regbench_rule_tvd(settings: Settings, max_tokens: int = 96) -> float:
     return float(np.nanmean(tvds))
 
 
+def _folder(model: str) -> Path | None:
+    """A model's folder: ``model`` itself where it is one (``--models-dir``), else the zoo
+    model of that name, else None."""
+    from induction.models.registry import local_model_path
+
+    path = Path(model)
+    return path if (path / "config.json").is_file() else local_model_path(model)
+
+
 def _card(model: str) -> dict | None:
     import json
 
-    from induction.models.registry import local_model_path
-
-    folder = local_model_path(model)
+    folder = _folder(model)
     path = folder / "card.json" if folder is not None else None
     return json.loads(path.read_text()) if path is not None and path.is_file() else None
 
@@ -101,11 +109,12 @@ def copied_head_gate(model: str):
     import json
 
     from ablation.gates import copied_head_before_growth, pre_growth_head_scores
-    from induction.models.registry import MODELS_DIR
     from lineage.log import LOG_FILE, DuplicationLog
 
-    card, folder = _card(model), MODELS_DIR / model
-    if not card or not card.get("growth_steps") or not (folder / LOG_FILE).is_file():
+    card, folder = _card(model), _folder(model)
+    if not card or not card.get("growth_steps") or folder is None:
+        return None
+    if not (folder / LOG_FILE).is_file():
         return None
     log = DuplicationLog.load(folder / LOG_FILE)
     if pre_growth_head_scores(card) is None:
@@ -135,10 +144,16 @@ def copied_head_gate(model: str):
 
 
 def gate_table(
-    models: pd.DataFrame, tasks: pd.DataFrame, settings: Settings, probe: bool = True
+    models: pd.DataFrame,
+    tasks: pd.DataFrame,
+    settings: Settings,
+    probe: bool = True,
+    specs: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """One row per model: each gate's numbers and whether it passes; ``testable`` when all do
-    (``probe=False`` skips the in-context probe, which loads each model)."""
+    (``probe=False`` skips the in-context probe, which loads each model). ``specs``: each
+    model's zoo name or folder (``--models-dir``), where its card, log and weights are read;
+    by default its name in the zoo."""
     from induction import INDUCTION_THRESHOLD
 
     chances = task_chances(settings)
@@ -167,16 +182,17 @@ def gate_table(
             "above_chance": bool(sum(above) > 0.5 * len(t)) if len(t) else False,
             "saturated": pinned,
         }
-        before = heads_before_growth(_card(name))
+        spec = (specs or {}).get(name, name)
+        before = heads_before_growth(_card(spec))
         row["before_growth"] = None if before is None else before[1]
         row["heads_before_growth"] = (
             None if before is None else bool(before[1] >= INDUCTION_THRESHOLD)
         )
-        copied = copied_head_gate(name)
+        copied = copied_head_gate(spec)
         row["copied_head_before_growth"] = None if copied is None else copied.passed
         row["copied_head"] = "" if copied is None else copied.detail
         if probe:
-            row.update(_probe(name))
+            row.update(_probe(spec))
         rows.append(row)
     df = pd.DataFrame(rows)
     gates = ["heads"] + (["in_context"] if probe else [])

@@ -34,12 +34,14 @@ class Replication:
     # models found but not measured yet (``stored_only``): every claim that reads one of
     # their families says "pending" rather than a verdict from the seeds measured so far
     pending: list[str] = field(default_factory=list)
+    # each model's zoo name or folder (``--models-dir``): where the gates read card and weights
+    specs: dict[str, str] = field(default_factory=dict)
 
     def add_gates(self, probe: bool = True) -> Replication:
         """Compute the gate table and the gated verdict per source claim (:mod:`.gates`)."""
         from .gates import claims, gate_table, regbench_rule_tvd
 
-        self.gates = gate_table(self.models, self.tasks, self.settings, probe=probe)
+        self.gates = gate_table(self.models, self.tasks, self.settings, probe, self.specs)
         rule = regbench_rule_tvd(self.settings) if self.settings.regbench else None
         self.claims = claims(self, self.gates, rule)
         return self
@@ -222,4 +224,5 @@ def replicate(
         seconds=sum(m.seconds for m in ordered),
         record=record,
         pending=pending,
+        specs={ref.name: ref.spec for ref in refs},
     )

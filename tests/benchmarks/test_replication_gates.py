@@ -375,3 +375,18 @@ def test_round4_reads_its_declared_claims_on_its_declared_scale(gates_mod):
     assert drop_claim_families(arms) == ["grown8r", "grown8rt", "looped8r"]
     second = ["dense8c", "grown8c", "grown8ce", "looped8c", "looped8cp"]  # A9: every arm
     assert drop_claim_families(second) == second[1:]
+
+
+def test_gates_read_a_models_dir_folder_not_the_zoo(gates_mod, tmp_path):
+    """``--models-dir`` (a round's models before they ship): the card, duplication log and
+    checkpoints are read from the model's folder; before, the gates looked the name up in the
+    zoo and failed for any model not shipped."""
+    gates, _ = gates_mod
+    from induction.models.registry import local_model_path
+
+    folder = tmp_path / "grown8q-s0"
+    folder.symlink_to(local_model_path("grown8c-s0"))
+    assert gates._folder(str(folder)) == folder and gates._folder("grown8q-s0") is None
+    assert gates._card(str(folder))["name"] == "grown8c-s0"
+    shipped, elsewhere = gates.copied_head_gate("grown8c-s0"), gates.copied_head_gate(str(folder))
+    assert (elsewhere.passed, elsewhere.detail) == (shipped.passed, shipped.detail)

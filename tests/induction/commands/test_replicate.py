@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 #: Every option the replication's argparse parser had (names, meanings and defaults kept).
 OPTIONS = (
     "--fast --families --seeds --models-dir --controls --n-items --prompt-seeds --tasks "
-    "--no-regbench --top --tied --cache --threads --jobs --no-store --stored-only --record "
+    "--suite --no-regbench --top --tied --cache --threads --jobs --no-store --stored-only --record "
     "--no-gates --out-dir --no-png --progress --readme --summary --from-results --help"
 ).split()
 
@@ -112,3 +112,15 @@ def test_the_docs_block_names_the_command_as_run(tmp_path, monkeypatch, capsys) 
     assert main(argv) == 0
     assert f"`python benchmarks/replication.py {' '.join(argv)}`" in doc.read_text()
     assert "| family |" in capsys.readouterr().out
+
+
+def test_suite_option_names_a_registered_suite() -> None:
+    """``--suite zoo4g`` (round 4, docs/replication.md R8) reaches the settings; a name that is
+    no suite is refused in one line, exit 2, listing the suites."""
+    from induction.replication.config import SettingsOptions
+
+    assert SettingsOptions(suite="zoo4g").settings().suite == "zoo4g"
+    assert SettingsOptions().settings().suite == "zootrain"
+    result = CliRunner().invoke(app, ["replicate", "--suite", "zoo5", "--fast"])
+    assert result.exit_code == 2 and "--suite 'zoo5' is not a suite" in result.output
+    assert "zoo4g" in result.output and "Traceback" not in result.output
