@@ -54,6 +54,7 @@ from induction.training.protocol import (  # noqa: E402
 )
 
 MODELS = ROOT / "induction" / "zoo" / "models"
+COPIED = ROOT / "benchmarks" / "results" / "copied_heads"
 FIXED_FAMILIES = list(PRESETS)
 #: Seeds per family of the second zoo (issue 22: at least 5 for dense and both LIDAS arms,
 #: at least 3 for the looped arms; docs/replication.md, "Amendment", adds seeds 5-7 and 3-4
@@ -65,6 +66,9 @@ SEEDS = {"dense8c": 8, "grown8c": 8, "grown8ce": 8, "looped8c": 5, "looped8cp": 
 #: ``python benchmarks/build_zoo.py --families grown8rt dense8r grown8r looped8r grown8rte``.
 ROUND4_ORDER = ["grown8rt", "dense8r", "grown8r", "looped8r", "grown8rte"]
 SEEDS |= dict.fromkeys(ROUND4_ORDER, 6)
+#: Grown families whose every seed's checkpoint series is swept for the copied-head table
+#: before the series is dropped (R8; seed 0 ships its series and is swept from it).
+SWEPT = ("grown8r", "grown8rt", "grown8rte")
 #: The default grown model first: its checkpoint series decides the heads-before-growth gate.
 BUILD_ORDER = ["grown8c", "dense8c", "grown8ce", "looped8c", "looped8cp"]
 assert sorted(BUILD_ORDER) == sorted(SECOND_ZOO)
@@ -127,6 +131,10 @@ def _build(family: str, seed: int, out: Path, device: str | None) -> str:
             done = f"{out.name}: trained"
         _run(code, dest.parent / f"build-{family}-s{seed}.log")
         if seed != 0 and (out / "card.json").is_file() and _made_here(out):
+            if family in SWEPT and (out / "duplication_log.json").is_file():
+                # what each copied head became needs the series (R8): sweep it before it goes
+                _run(_sweep_code(out), dest.parent / f"build-{family}-s{seed}-sweep.log")
+                done += ", copied heads swept"
             # only the first seed ships its checkpoint series; the others regenerate it
             shutil.rmtree(out / "checkpoints", ignore_errors=True)
             done += " (checkpoints dropped: only seed 0 ships them)"
@@ -191,6 +199,20 @@ def build_seeds(family: str, seeds: list[int], dest: Path = MODELS, device: str 
                 (out / MARK).unlink(missing_ok=True)  # finished: a model, no longer a build
             lines.append(done)
     return lines
+
+
+def _sweep_code(out: Path) -> str:
+    """``benchmarks/copied_heads.py`` on a model folder (found through ``$INDUCTION_ZOO``): for
+    the shipped zoo its sweep goes to the shipped results (where the summary reads it once the
+    series is gone), for another ``--dest`` to ``copied_heads/`` beside that folder."""
+    results = COPIED if out.parent == MODELS else out.parent.parent / "copied_heads"
+    return (
+        "import os, sys; "
+        f"os.environ['INDUCTION_ZOO'] = {str(out.parent)!r}; "
+        f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
+        "import copied_heads; "
+        f"raise SystemExit(copied_heads.main([{out.name!r}, '--out-dir', {str(results)!r}]))"
+    )
 
 
 def _run(code: str, log: Path) -> None:

@@ -1,12 +1,15 @@
 """What every head copied by growth becomes, for each grown zoo model with a checkpoint series
 (issue #41 item 6; method: ``induction.dynamics.copies``, docs/dynamics.md "Copied heads").
 
-    python benchmarks/copied_heads.py                          # every shipped grown series
+    python benchmarks/copied_heads.py                          # every grown series
     python benchmarks/copied_heads.py grown8c-s0 --out-dir DIR --details docs/results.md
 
 For each model: ``induction sweep`` of its checkpoint series with the induction,
 previous-token and FV scores (reused when the sweep folder already holds them for this code),
-then the copied-head table, the per-event counts and a figure. Writes, atomically, under
+then the copied-head table, the per-event counts and a figure. A model that ships no
+checkpoint series (round 4's seeds after the first, docs/replication.md R8) is read from its
+stored sweep, which ``benchmarks/build_zoo.py`` writes before it drops the series. The summary
+covers every series with a stored sweep, not only those named. Writes, atomically, under
 ``--out-dir`` (default ``benchmarks/results/copied_heads``): ``<model>.csv`` (one row per
 descendant), ``<model>.png`` (the score series, coloured by class), ``summary.csv`` (heads per
 model, event, role at the copy and class) and ``sentences.md``; ``--details`` replaces the
@@ -28,16 +31,18 @@ OUT = ROOT / "benchmarks" / "results" / "copied_heads"
 MARK = "copied-heads"
 
 
-def grown_series() -> list[str]:
-    """Zoo models with a duplication log and a checkpoint series."""
+def grown_series(sweeps: Path | None = None) -> list[str]:
+    """Zoo models with a duplication log and a checkpoint series, or a stored sweep of one
+    (``sweeps``: round 4 ships seed 0's series only and keeps the others' sweeps, R8)."""
     from induction.models import registry
 
-    return [
-        n
-        for n in registry.zoo_models()
-        if (registry.zoo_path(n) / "duplication_log.json").is_file()
-        and (registry.zoo_path(n) / "checkpoints").is_dir()
-    ]
+    def has_series(n: str) -> bool:
+        folder = registry.zoo_path(n)
+        if not (folder / "duplication_log.json").is_file():
+            return False
+        return (folder / "checkpoints").is_dir() or (sweeps is not None and (sweeps / n).is_dir())
+
+    return [n for n in registry.zoo_models() if has_series(n)]
 
 
 def measure(name: str, sweeps: Path, out_dir: Path, say=print):
@@ -49,10 +54,16 @@ def measure(name: str, sweeps: Path, out_dir: Path, say=print):
 
     folder = registry.zoo_path(name)
     dataset = sweeps / name
-    settings = SweepSettings(scores=("induction", "previous_token", "fv"))
-    report = sweep([str(folder)], dataset, settings=settings, progress=False, say=say)
-    if report.failed:
-        raise WorkbenchError(f"{name}: the sweep failed on {report.failed[0][0]}")
+    if (folder / "checkpoints").is_dir():
+        settings = SweepSettings(scores=("induction", "previous_token", "fv"))
+        report = sweep([str(folder)], dataset, settings=settings, progress=False, say=say)
+        if report.failed:
+            raise WorkbenchError(f"{name}: the sweep failed on {report.failed[0][0]}")
+    elif not dataset.is_dir():
+        raise WorkbenchError(
+            f"{name} ships no checkpoint series and {dataset} holds no sweep of it; sweep it "
+            "before its checkpoints go (benchmarks/build_zoo.py does for round 4's seeds)"
+        )  # else: the stored sweep is the series' record (its checkpoints were not kept)
     log = DuplicationLog.load(folder / "duplication_log.json")
     result = copied_heads_of_sweep(dataset, log, model=name)
     result.save(out_dir / f"{name}.csv")
@@ -62,6 +73,21 @@ def measure(name: str, sweeps: Path, out_dir: Path, say=print):
     except WorkbenchError as e:  # no PNG renderer here: the table still stands
         note = str(e)
     return result, note
+
+
+def stored(name: str, sweeps: Path):
+    """The copied-head result of a series from its stored sweep (no sweeping)."""
+    from induction.dynamics.copies import copied_heads_of_sweep
+    from induction.models import registry
+    from lineage.log import DuplicationLog
+
+    log = DuplicationLog.load(registry.zoo_path(name) / "duplication_log.json")
+    return copied_heads_of_sweep(sweeps / name, log, model=name)
+
+
+def _order(name: str) -> tuple[str, int]:
+    family, _, seed = name.rpartition("-s")
+    return (family, int(seed)) if seed.isdigit() else (name, -1)
 
 
 def details_block(results) -> str:
@@ -111,20 +137,25 @@ def main(argv=None) -> int:
     try:
         from induction.store.io import write_table, write_text
 
-        names = args.models or grown_series()
+        sweeps = args.sweeps or args.out_dir / "sweeps"
+        names = args.models or grown_series(sweeps)
         if not names:
             raise WorkbenchError("no grown zoo model with a checkpoint series found")
         if args.details is not None and not args.details.is_file():
             raise WorkbenchError(f"--details {args.details}: no such file")
         args.out_dir.mkdir(parents=True, exist_ok=True)
-        sweeps = args.sweeps or args.out_dir / "sweeps"
-        results = []
+        results = {}
         for name in names:
             result, note = measure(name, sweeps, args.out_dir, say=lambda m: None)
             print(result.sentence())
             if note:
                 print(f"note: {note}", file=sys.stderr)
-            results.append(result)
+            results[name] = result
+        # the summary covers every series swept here before, not only those named now
+        for name in grown_series(sweeps):
+            if name not in results and (sweeps / name).is_dir():
+                results[name] = stored(name, sweeps)
+        results = [results[n] for n in sorted(results, key=_order)]
         from induction.dynamics.copies import summary_table
 
         write_table(summary_table(results), args.out_dir / "summary.csv")

@@ -637,3 +637,20 @@ def test_an_unknown_corpus_field_is_refused_in_one_line():
         train_fixed(fixed("dense8", corpus={"recall": True}), progress=False)
     with pytest.raises(InputError, match="math_recall must be true or false"):
         train_fixed(fixed("dense8", corpus={"math_recall": "yes"}), progress=False)
+
+
+def test_build_zoo_sweeps_a_grown_seed_before_dropping_its_series(tmp_path):
+    """R8 (docs/replication.md): a grown seed after the first ships no checkpoint series, so
+    build_zoo sweeps it for the copied-head table first, then drops the series."""
+    from induction.training.protocol import train_fixed
+
+    build_zoo = _build_zoo_module()
+    dest = tmp_path / "models"
+    out = dest / "grown8rt-s1"
+    train_fixed(fixed("grown8rt", seed=1), out=out, progress=False, stop_at=29)
+    (out / build_zoo.MARK).write_text("")  # as build_zoo marks a folder it made
+    line = build_zoo.build("grown8rt", 1, dest=dest)
+    assert "copied heads swept" in line and "checkpoints dropped" in line
+    assert not (out / "checkpoints").exists() and (out / "card.json").is_file()
+    results = tmp_path / "copied_heads"
+    assert (results / "sweeps" / "grown8rt-s1").is_dir() and (results / "grown8rt-s1.csv").is_file()
