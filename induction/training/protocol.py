@@ -955,7 +955,7 @@ class _Run:
             )
             self.shown = (loss, score)
         if cfg.probe_every and (st.step % cfg.probe_every == 0 or st.step == cfg.steps):
-            found = probe(model, n_seq=32)
+            found = probe(model, n_seq=32, intervals=False)
             row |= {"lookup": found.lookup, "varassign": found.varassign,
                     "position_gap": found.position_gap}  # fmt: skip
             entry = next((h for h in st.history if h["step"] == st.step), None)

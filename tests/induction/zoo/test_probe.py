@@ -26,3 +26,25 @@ def test_untrained_model_sits_at_chance(tiny_llama_dir):
     result = probe(load_model(str(tiny_llama_dir)), n_seq=16, seed=1)
     assert result.lookup < 0.6 and not gates(result)[0].passed
     assert 0.25 < result.varassign_chance < 0.5
+
+
+def test_each_gate_carries_an_interval_and_says_when_it_is_within_noise():
+    """Issue #41: grown8ce-s0's position gap read 0.171 in training and 0.289 measured; its
+    interval (a bootstrap over the probe's sequences) holds the 0.2 threshold, so the gate
+    says "within noise"; grown8c-s0's gap interval lies clear of it. Same seed, same numbers."""
+    from induction.zoo.probe import POSITION_GAP_MAX
+
+    ce = probe(load_model("grown8ce-s0", device="cpu", threads=1))
+    lo, hi = ce.position_gap_ci
+    assert lo <= POSITION_GAP_MAX <= hi and lo <= ce.position_gap <= hi
+    for ci, point in ((ce.lookup_ci, ce.lookup), (ce.varassign_ci, ce.varassign)):
+        assert ci[0] <= point <= ci[1]
+    detail = {g.name: g.detail for g in gates(ce)}["no answer by position"]
+    assert "95% CI" in detail and "within noise" in detail
+    c = probe(load_model("grown8c-s0", device="cpu", threads=1))
+    assert c.position_gap_ci[1] < POSITION_GAP_MAX
+    assert not any("within noise" in g.detail for g in gates(c))
+    again = probe(load_model("grown8ce-s0", device="cpu", threads=1))
+    assert again.position_gap_ci == ce.position_gap_ci
+    bare = probe(load_model("grown8c-s0", device="cpu", threads=1), intervals=False)
+    assert bare.lookup == c.lookup and all(x != x for x in bare.lookup_ci)  # NaN: not computed
