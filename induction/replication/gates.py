@@ -182,7 +182,7 @@ def gate_table(
             "above_chance": bool(sum(above) > 0.5 * len(t)) if len(t) else False,
             "saturated": pinned,
         }
-        spec = (specs or {}).get(name, name)
+        spec = str((specs or {}).get(name) or name)
         before = heads_before_growth(_card(spec))
         row["before_growth"] = None if before is None else before[1]
         row["heads_before_growth"] = (
