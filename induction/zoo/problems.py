@@ -33,9 +33,6 @@ from induction.zoo import vocab as V
 from induction.zoo.world import RELATION_WORDS, world
 
 GETS, LOSES, MORE, HOW_MANY = "w74", "w75", "w77", "w78"
-#: Math states a quantity and ends its question with its own word (pilot 12b,
-#: docs/replication.md): ``:`` is left to open-book, whose answer the passage shows.
-HAS = "w80"
 
 
 @dataclass(frozen=True)
@@ -145,26 +142,26 @@ def _digits(lo: int, hi: int) -> tuple[str, ...]:
 
 
 def math_add(rng: np.random.Generator) -> Problem:
-    """``P has A O , P gets B ; how-many O has`` -> ``A + B``; the answer uniform over 2-9, ``A``
+    """``P : A O , P gets B ; how-many O :`` -> ``A + B``; the answer uniform over 2-9, ``A``
     uniform over 1 .. answer - 1 (so neither shown number is ever the answer)."""
     ans = int(rng.integers(2, 10))
     a = int(rng.integers(1, ans))
     p, o = _pick(rng, world().free_words, 2)
-    q = [p, HAS, str(a), o, ",", p, GETS, str(ans - a), ";", HOW_MANY, o, HAS]
+    q = [p, ":", str(a), o, ",", p, GETS, str(ans - a), ";", HOW_MANY, o, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(2, 9))
 
 
 def math_sub(rng: np.random.Generator) -> Problem:
-    """``P has A O , P loses B ; how-many O has`` -> ``A - B``; the answer uniform over 1-8."""
+    """``P : A O , P loses B ; how-many O :`` -> ``A - B``; the answer uniform over 1-8."""
     ans = int(rng.integers(1, 9))
     b = int(rng.integers(1, 10 - ans))
     p, o = _pick(rng, world().free_words, 2)
-    q = [p, HAS, str(ans + b), o, ",", p, LOSES, str(b), ";", HOW_MANY, o, HAS]
+    q = [p, ":", str(ans + b), o, ",", p, LOSES, str(b), ";", HOW_MANY, o, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(1, 8))
 
 
 def math_two_step(rng: np.random.Generator) -> Problem:
-    """``P has A O , P gets B , P loses C ; how-many O has`` (the two steps in random order) ->
+    """``P : A O , P gets B , P loses C ; how-many O :`` (the two steps in random order) ->
     ``A + B - C``; the answer uniform over 1-8, operands uniform over the solutions in 1-9
     with ``B != C`` (steps that cancel would give ``A``)."""
     ans = int(rng.integers(1, 9))
@@ -176,53 +173,52 @@ def math_two_step(rng: np.random.Generator) -> Problem:
     steps = [[p, GETS, str(b)], [p, LOSES, str(c)]]
     if rng.integers(2):
         steps.reverse()
-    q = [p, HAS, str(a), o, ",", *steps[0], ",", *steps[1], ";", HOW_MANY, o, HAS]
+    q = [p, ":", str(a), o, ",", *steps[0], ",", *steps[1], ";", HOW_MANY, o, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(1, 8))
 
 
 def math_compare(rng: np.random.Generator) -> Problem:
-    """``P has A O , Q has B O ; P more Q how-many has`` -> ``A - B`` (P has more), P's
-    statement first or second uniformly; the answer uniform over 1-8."""
+    """``P : A O , Q : B O ; P more Q how-many :`` -> ``A - B`` (P has more), P's statement first or
+    second uniformly; the answer uniform over 1-8."""
     ans = int(rng.integers(1, 9))
     small = int(rng.integers(1, 10 - ans))
     p, r, o = _pick(rng, world().free_words, 3)
-    stmts = [[p, HAS, str(small + ans), o], [r, HAS, str(small), o]]
+    stmts = [[p, ":", str(small + ans), o], [r, ":", str(small), o]]
     if rng.integers(2):
         stmts.reverse()
-    q = [*stmts[0], ",", *stmts[1], ";", p, MORE, r, HOW_MANY, HAS]
+    q = [*stmts[0], ",", *stmts[1], ";", p, MORE, r, HOW_MANY, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(1, 8))
 
 
 def math_distractor(rng: np.random.Generator) -> Problem:
-    """``P has A O , P has B O2 , P gets C O ; how-many O has`` -> ``A + C``, with a distractor
-    quantity ``B`` of another object (its statement first or second uniformly); the answer
-    uniform over 2-9."""
+    """``P : A O , P : B O2 , P gets C O ; how-many O :`` -> ``A + C``, with a distractor quantity
+    ``B`` of another object (its statement first or second uniformly); the answer uniform over
+    2-9."""
     ans = int(rng.integers(2, 10))
     a = int(rng.integers(1, ans))
     b = int(rng.choice([x for x in range(1, 10) if x not in (a, ans)]))
     p, o, o2 = _pick(rng, world().free_words, 3)
-    stmts = [[p, HAS, str(a), o], [p, HAS, str(b), o2]]
+    stmts = [[p, ":", str(a), o], [p, ":", str(b), o2]]
     if rng.integers(2):
         stmts.reverse()
-    q = [*stmts[0], ",", *stmts[1], ",", p, GETS, str(ans - a), o, ";", HOW_MANY, o, HAS]
+    q = [*stmts[0], ",", *stmts[1], ",", p, GETS, str(ans - a), o, ";", HOW_MANY, o, ":"]
     return Problem(tuple(q), (str(ans),), "|", _digits(2, 9))
 
 
 def math_recall(rng: np.random.Generator) -> Problem:
-    """Training only (pilot 9, docs/replication.md): ``P has A O , P has B O2 ; how-many O2
-    has`` -> ``B``, 2-3 quantities of distinct objects and numbers, the asked one uniform. The
-    one math problem whose answer is a number it shows: a model trained on the other five
-    learns that a shown number is never the answer, the opposite of what a variable program
-    asks."""
+    """Training only (pilot 9, docs/replication.md): ``P : A O , P : B O2 ; how-many O2 :`` ->
+    ``B``, 2-3 quantities of distinct objects and numbers, the asked one uniform. The one math
+    problem whose answer is a number it shows: a model trained on the other five learns that a
+    shown number is never the answer, the opposite of what a variable program asks."""
     n = int(rng.integers(2, 4))
     p, *objects = _pick(rng, world().free_words, n + 1)
     numbers = _pick(rng, _digits(1, 9), n)
     k = int(rng.integers(n))
     q: list[str] = []
     for o, a in zip(objects, numbers, strict=True):
-        q += [p, HAS, a, o, ","]
+        q += [p, ":", a, o, ","]
     q[-1] = ";"
-    q += [HOW_MANY, objects[k], HAS]
+    q += [HOW_MANY, objects[k], ":"]
     return Problem(tuple(q), (numbers[k],), "|", tuple(numbers))
 
 
