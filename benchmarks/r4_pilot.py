@@ -208,6 +208,13 @@ PILOTS: dict[str, tuple[str, dict]] = {
     "pilot12b": (
         "as 11, math states and asks with `w80` instead of `:` (corpus and suite)",
         {"steps": 12000},
+    ),  # stopped at step 6,949 (reads like 11); commit 4986ca0 reproduces and resumes it
+    # Pilots that bind variables lose open-book's keyed `:` lookup; every pilot keeps the
+    # lookup kind's `k > v` (probe 1.00). 13: open-book states and asks with `>` (corpus and
+    # suite, the commit after this one); otherwise 11.
+    "pilot13": (
+        "as 11, open-book states and asks with `>` instead of `:` (corpus and suite)",
+        {"steps": 12000},
     ),
 }
 
