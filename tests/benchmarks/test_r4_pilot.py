@@ -46,7 +46,6 @@ def test_open_book_mass_reads_the_suite_items(load_benchmark, tmp_path, monkeypa
     """``--open-book`` reads open_lookup's suite items (prompt seed 0): every item's top token
     is counted once, and the keyed value is one of the passage's values, never a key."""
     from ablation.tasks.zoo4g import problems
-    from induction.zoo.problems import SAYS
 
     bench = load_benchmark("digit_mass")
     runs = tmp_path / "runs"
@@ -60,5 +59,4 @@ def test_open_book_mass_reads_the_suite_items(load_benchmark, tmp_path, monkeypa
     for _, query in problems("open_lookup", 64, seed=0):
         passage = query.query[: query.query.index("?")]
         assert query.answer[0] in query.candidates and query.answer[0] in passage
-        keys = {passage[i - 1] for i, t in enumerate(passage) if t == SAYS}
-        assert keys and query.answer[0] not in keys
+        assert query.answer[0] not in {passage[i - 1] for i, t in enumerate(passage) if t == ":"}
