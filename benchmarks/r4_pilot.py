@@ -31,15 +31,15 @@ sys.path.insert(0, str(ROOT))
 
 from induction.store.io import write_bytes, write_json  # noqa: E402
 from induction.training.protocol import ICL_VA_MIX, LATE_GROWTH, r4_phases  # noqa: E402
-from induction.zoo.corpus import MIX_R4  # noqa: E402
+from induction.zoo.corpus import MIX_R4_PILOT2  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "pilot4"
 PRESET = "grown8rt"
 
 
 def _without(kind: str) -> dict[str, float]:
-    """``MIX_R4`` without ``kind``, its share given to ``copy`` (the kinds' order kept)."""
-    mix = dict(MIX_R4)
+    """Pilots 2-11's mix without ``kind``, its share given to ``copy`` (the kinds' order kept)."""
+    mix = dict(MIX_R4_PILOT2)
     mix["copy"] = round(mix["copy"] + mix.pop(kind), 10)
     return mix
 
@@ -50,17 +50,23 @@ def _mix_phases(**mix: float) -> list[dict]:
     return phases
 
 
+def _recipe_then() -> list[dict]:
+    """The r4 curriculum as pilots 2-12 trained it (``MIX_R4_PILOT2``); ``MIX_R4`` is pilot
+    12a's mix since it passed (docs/replication.md, R4-recipe)."""
+    return _mix_phases(**MIX_R4_PILOT2)
+
+
 #: name -> (the one change, its config overrides). ``pilot2`` is the committed recipe.
 PILOTS: dict[str, tuple[str, dict]] = {
     "pilot2": (
         "the committed recipe (MIX_R4 after pilot 1, growth at 30/45/60/75%)",
-        {"grow_at": LATE_GROWTH},
+        {"grow_at": LATE_GROWTH, "phases": _recipe_then()},
     ),
     # pilot 2's top-layer heads passed 0.4 (distance 32) between steps 1,200 (0.30) and 1,600
     # (0.67): the first copy waits for them
     "pilot3a": (
         "growth at 40/55/70/85% of the steps (the first copy at step 1,600)",
-        {"grow_at": [0.4, 0.55, 0.7, 0.85]},
+        {"grow_at": [0.4, 0.55, 0.7, 0.85], "phases": _recipe_then()},
     ),
     # pilot 2's probe kept variable assignment at chance (0.13 at step 4,000) with 0.30 of the
     # data; facts (1.00) and math (0.53-0.92) pass with room, lookup is learnt by step 1,500
@@ -110,7 +116,7 @@ PILOTS: dict[str, tuple[str, dict]] = {
     "pilot6": (
         "`math` enters at 60% of the steps (5a's mix from 25% to 60%, the recipe's after)",
         {
-            "phases": [*_mix_phases(**_without("math")), {**r4_phases()[1], "at": 0.6}],
+            "phases": [*_mix_phases(**_without("math")), {**_recipe_then()[1], "at": 0.6}],
         },
     ),
     # 6's math entered at step 2,400, before binding formed (5a: from step 3,000), blocked it
@@ -124,7 +130,7 @@ PILOTS: dict[str, tuple[str, dict]] = {
         "6,000 steps; `math` enters at 50% (step 3,000), 5a's mix from 25% to 50%",
         {
             "steps": 6000,
-            "phases": [*_mix_phases(**_without("math")), {**r4_phases()[1], "at": 0.5}],
+            "phases": [*_mix_phases(**_without("math")), {**_recipe_then()[1], "at": 0.5}],
         },
     ),
     # 7a: math waits for binding itself, at the first probe (every 250 steps) whose variable
@@ -138,7 +144,7 @@ PILOTS: dict[str, tuple[str, dict]] = {
             "steps": 6000,
             "phases": [
                 *_mix_phases(**_without("math")),
-                {**r4_phases()[1], "at": 0.75, "gate": {"probe": "varassign", "min": 0.5}},
+                {**_recipe_then()[1], "at": 0.75, "gate": {"probe": "varassign", "min": 0.5}},
             ],
         },
     ),
@@ -149,11 +155,11 @@ PILOTS: dict[str, tuple[str, dict]] = {
     # configs are the recipe's, so the one change is the corpus (the card's data_sha256).
     "pilot8a": (
         "the recipe, math asked with `w78` (how many) instead of `?` (corpus and suite)",
-        {},
+        {"phases": _recipe_then()},
     ),
     "pilot8b": (
         "as 8a at 6,000 steps (math from 25%, as the recipe)",
-        {"steps": 6000},
+        {"steps": 6000, "phases": _recipe_then()},
     ),
     # 8a learnt math (4 of 5) and no binding: its answer to a program is uniform over the ten
     # digits, as every pilot that learnt math. The marker was not the conflict; the digits
@@ -161,25 +167,25 @@ PILOTS: dict[str, tuple[str, dict]] = {
     # draw a training-only recall problem, whose answer is a quantity it states.
     "pilot9a": (
         "as 8a, math segments also draw `math_recall` (answer a stated quantity; not measured)",
-        {"corpus": {"math_recall": True}},
+        {"corpus": {"math_recall": True}, "phases": _recipe_then()},
     ),
     # 8b (12 of 19) learnt math and began binding at 6,000 steps, 8a (4,000) did not bind.
     # 10b: 8b at 8,000 steps, for the primitives and open-book types still at chance.
     "pilot10b": (
         "as 8b at 8,000 steps (math with `w78`, math from 25%, as the recipe)",
-        {"steps": 8000},
+        {"steps": 8000, "phases": _recipe_then()},
     ),
     # 10a: 8b with open-book asking with its own word, w79, leaving `?` to the programs alone
     # (pilots that bound variables lost open-book lookups: 4b, 7a, 8b; docs/replication.md).
     "pilot10a": (
         "as 8b, open-book asks with `w79` instead of `?` (corpus and suite)",
-        {"steps": 6000},
+        {"steps": 6000, "phases": _recipe_then()},
     ),  # not taken (11 of 19): the w79 corpus and suite are in commit 7b5db8d only
     # 10b reached 15 of 19 at 8,000 steps (probe 0.80); var_depth2's lower bound fell 0.01
     # short of chance. 11: 10b at 12,000 steps, nothing else changed.
     "pilot11": (
         "as 10b at 12,000 steps",
-        {"steps": 12000},
+        {"steps": 12000, "phases": _recipe_then()},
     ),
     # 11 (15 of 19) passed every primitive and math task, and lost open-book: on open_lookup
     # it answers a passage value, but not the keyed one (10b, 8,000 steps: 0.75). 10b is the
@@ -207,16 +213,22 @@ PILOTS: dict[str, tuple[str, dict]] = {
     # config is 11's.
     "pilot12b": (
         "as 11, math states and asks with `w80` instead of `:` (corpus and suite)",
-        {"steps": 12000},
+        {"steps": 12000, "phases": _recipe_then()},
     ),  # stopped at step 6,949 (reads like 11); commit 4986ca0 reproduces and resumes it
     # Pilots that bind variables lose open-book's keyed `:` lookup; every pilot keeps the
     # lookup kind's `k > v` (probe 1.00). 13: open-book states and asks with `>` (corpus and
     # suite, the commit after this one); otherwise 11.
     "pilot13": (
         "as 11, open-book states and asks with `>` instead of `:` (corpus and suite)",
-        {"steps": 12000},
+        {"steps": 12000, "phases": _recipe_then()},
     ),
 }
+
+
+# pilots that name no steps trained the round-4 presets' steps of their time, the second
+# zoo's 4,000 (12,000 since R4-recipe)
+for _change, _overrides in PILOTS.values():
+    _overrides.setdefault("steps", 4000)
 
 
 def train_pilot(name: str, runs: Path) -> Path:

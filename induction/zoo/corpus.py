@@ -84,12 +84,22 @@ MIX_V2: dict[str, float] = {
     "facts": 0.15,
 }
 
-#: Round 4 (docs/replication.md, "Round 4"): every ``zoo4g`` group in its format, after pilot
-#: 1's notes. ``lookup`` (the binding every in-context group builds on) is back at the second
-#: zoo's 0.20 and ``varassign`` (variable programs at depths 0-1, ``var_depth0``/``1``'s format)
-#: at the 0.30 that taught grown8c; the new kinds share what is left, ``copy`` and ``facts``
-#: cut because the warm-up and pilot 1 (facts 1.00 at 0.15) show they need less.
+#: Round 4's recipe (docs/replication.md, R4-recipe): pilot 12a's mix, the first to pass the
+#: 17-of-19 rule. ``lookup`` (the binding every in-context group builds on) and ``varassign``
+#: (variable programs at depths 0-1) as the second zoo taught them; ``openbook`` at 0.25, which
+#: kept open-book's keyed lookup beside binding (at 0.15 the 12,000-step pilot lost it).
 MIX_R4: dict[str, float] = {
+    "copy": 0.05,
+    "lookup": 0.15,
+    "varassign": 0.3,
+    "facts": 0.05,
+    "openbook": 0.25,
+    "math": 0.1,
+    "programs": 0.1,
+}
+#: Pilots 2-11's round-4 mix (``benchmarks/r4_pilot.py`` pins it): lookup back at 0.20 and
+#: varassign at 0.30 after pilot 1; the new kinds share what is left.
+MIX_R4_PILOT2: dict[str, float] = {
     "copy": 0.05,
     "lookup": 0.2,
     "varassign": 0.3,

@@ -60,3 +60,28 @@ def test_open_book_mass_reads_the_suite_items(load_benchmark, tmp_path, monkeypa
         passage = query.query[: query.query.index("?")]
         assert query.answer[0] in query.candidates and query.answer[0] in passage
         assert query.answer[0] not in {passage[i - 1] for i, t in enumerate(passage) if t == ":"}
+
+
+def test_each_pilot_config_is_the_one_its_card_recorded_and_12a_is_the_recipe(load_benchmark):
+    """A pilot is reproduced from its definition: every stored card's config equals the
+    pilot's config today (pilots 2-12 pin the mix they trained on, MIX_R4_PILOT2, and their
+    steps), and round 4's grown8rt preset is pilot 12a's config (R4-recipe)."""
+    from dataclasses import asdict
+
+    from induction.training.protocol import preset_config
+
+    def same(a: dict, b: dict) -> bool:
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+    pilots = load_benchmark("r4_pilot").PILOTS
+    cards = ROOT / "benchmarks" / "results" / "pilot4"
+    checked = 0
+    for name, (_, overrides) in pilots.items():
+        card = cards / f"{name}_card.json"
+        if card.is_file():
+            recorded = json.loads(card.read_text())["config"]
+            assert same(asdict(preset_config("grown8rt", 0, **overrides)), recorded), name
+            checked += 1
+    assert checked >= 17
+    recipe = json.loads((cards / "pilot12a_card.json").read_text())["config"]
+    assert same(asdict(preset_config("grown8rt", 0)), recipe)
