@@ -3,7 +3,7 @@
 of the other digits the program shows, and of the digits it does not show. With ``--open-book``
 (pilot 11): where it puts its answer to ``zoo4g``'s ``open_lookup`` items (prompt seed 0, the
 items the pilot rule reads): the keyed value, another value of the passage, a key, or a word
-the passage does not show.
+the passage does not show, on the suite of this commit (``:`` until pilot 12, ``>`` from 13).
 
     python benchmarks/digit_mass.py pilot2 pilot5a ... [--runs DIR] [--open-book]
 
@@ -29,7 +29,7 @@ import torch  # noqa: E402
 
 from induction.store.io import write_json  # noqa: E402
 from induction.zoo import vocab as V  # noqa: E402
-from induction.zoo.problems import var_depth  # noqa: E402
+from induction.zoo.problems import SAYS, var_depth  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "pilot4" / "digit_mass.json"
 OPEN_OUT = OUT.with_name("open_book_mass.json")
@@ -82,7 +82,7 @@ def open_book_mass(folder: Path, task: str = "open_lookup", n_items: int = 64) -
         gold = V.VOCAB[query.answer[0]]
         values = {V.VOCAB[v] for v in query.candidates} - {gold}
         passage = query.query[: query.query.index("?")]
-        keys = {V.VOCAB[passage[i - 1]] for i, t in enumerate(passage) if t == ":"}
+        keys = {V.VOCAB[passage[i - 1]] for i, t in enumerate(passage) if t == SAYS}
         gold_p.append(probs[gold].item())
         value_p.append(np.mean([probs[i].item() for i in values]))
         key_p.append(np.mean([probs[i].item() for i in keys]))

@@ -57,11 +57,11 @@ _O, _M, _P = "open_qa", "math", "primitives"
 SPECS: list[TaskSpec] = [
     *(_spec(n, "closed_qa", "e r v . ... {x} r {y} .", zootrain.CLOSED_SHOTS, source=_FACT)
       for n in zootrain.FACT_NAMES),
-    _spec("open_lookup", _O, "e : v , e : v . ? {x} : {y} |", 2),
-    _spec("open_keys", _O, "e : v , e : v . ? {x} {x} : {y} {y} |", 2, max_new=3),
-    _spec("open_hops", _O, "a : b , b : c . ? ? {x} : {y} |", 2),
+    _spec("open_lookup", _O, "e > v , e > v . ? {x} > {y} |", 2),
+    _spec("open_keys", _O, "e > v , e > v . ? {x} {x} > {y} {y} |", 2, max_new=3),
+    _spec("open_hops", _O, "a > b , b > c . ? ? {x} > {y} |", 2),
     _spec("open_passage", _O, "x r v . x s u . {x} r {y} |", 2),
-    _spec("open_reverse", _O, "e : v , e : v . ? : {x} {y} |", 2),
+    _spec("open_reverse", _O, "e > v , e > v . ? > {x} {y} |", 2),
     _spec("math_add", _M, "P : 4 O , P w74 3 ; w78 O : {y} |", 4),
     _spec("math_sub", _M, "P : 7 O , P w75 3 ; w78 O : {y} |", 4),
     _spec("math_two_step", _M, "P : 4 O , P w74 3 , P w75 2 ; w78 O : {y} |", 4),

@@ -51,7 +51,7 @@ FV_ZOO = ("dense8f", "grown8f")
 TWELVE_LAYER_ZOO = ("dense12", "lidas12", "lidas12e", "looped12", "looped12p")
 #: Round 4 (docs/replication.md, "Round 4"): the second zoo's recipe on the r4 curriculum,
 #: measured on ``zoo4g``; ``grown8rt``/``grown8rte`` copy the top initial layer after/before
-#: the induction heads form there. The recipe is pilot 12a's (benchmarks/results/pilot4); five
+#: the induction heads form there. The recipe is pilot 13's (benchmarks/results/pilot4); five
 #: arms train, 6 seeds each (benchmarks/build_zoo.py ROUND4_ORDER; docs/replication.md, R8).
 ROUND4 = ("dense8r", "grown8r", "grown8re", "grown8rt", "grown8rte", "looped8r", "looped8rp")
 FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO + FV_ZOO + TWELVE_LAYER_ZOO + ROUND4

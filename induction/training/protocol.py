@@ -365,7 +365,7 @@ PRESETS: dict[str, dict] = {
 #: ``grown8rt`` copies the *top* initial layer, where every seed so far formed its induction
 #: heads, after they form (R4_LATE_GROWTH), so that layer ends with 5 copies; ``grown8rte`` is
 #: its twin grown before heads form (Prop-1: its first copy at 1/15 of the steps).
-ROUND4 = {**SECOND_ZOO, "phases": "r4", "steps": 12000}  # pilot 12a's 12,000 (R4-recipe)
+ROUND4 = {**SECOND_ZOO, "phases": "r4", "steps": 12000}  # the recipe pilot's (R4-recipe, A10)
 TOP_GROWTH = {"initial_depth": 4, "grow_block": 1, "grow_operator": "top"}
 #: Round 4's late growth, from pilot 3a (docs/replication.md, "Pilot notes"): on the r4
 #: curriculum the top layer's heads reach 0.4 (distance 32) between steps 1,200 and 1,600, so

@@ -84,19 +84,6 @@ MIX_V2: dict[str, float] = {
     "facts": 0.15,
 }
 
-#: Round 4's recipe (docs/replication.md, R4-recipe): pilot 12a's mix, the first to pass the
-#: 17-of-19 rule. ``lookup`` (the binding every in-context group builds on) and ``varassign``
-#: (variable programs at depths 0-1) as the second zoo taught them; ``openbook`` at 0.25, which
-#: kept open-book's keyed lookup beside binding (at 0.15 the 12,000-step pilot lost it).
-MIX_R4: dict[str, float] = {
-    "copy": 0.05,
-    "lookup": 0.15,
-    "varassign": 0.3,
-    "facts": 0.05,
-    "openbook": 0.25,
-    "math": 0.1,
-    "programs": 0.1,
-}
 #: Pilots 2-11's round-4 mix (``benchmarks/r4_pilot.py`` pins it): lookup back at 0.20 and
 #: varassign at 0.30 after pilot 1; the new kinds share what is left.
 MIX_R4_PILOT2: dict[str, float] = {
@@ -108,6 +95,10 @@ MIX_R4_PILOT2: dict[str, float] = {
     "math": 0.1,
     "programs": 0.1,
 }
+#: Round 4's recipe (docs/replication.md, R4-recipe and amendment A10): pilot 13's, the pilots'
+#: mix with open-book on the lookup kind's ``>`` (``induction.zoo.problems.SAYS``). Pilot 12a's
+#: (open-book 0.25 on ``:``) passed first with 17 and was the recipe until 13 passed with 18.
+MIX_R4: dict[str, float] = dict(MIX_R4_PILOT2)
 #: Pilot 1's round-4 mix (a record: ``benchmarks/results/pilot4/grown8rt-s0_card.json``). Its
 #: model never learnt lookup (``lookup`` 0.05), so no program binding formed.
 MIX_R4_PILOT1: dict[str, float] = {

@@ -33,6 +33,9 @@ from induction.zoo import vocab as V
 from induction.zoo.world import RELATION_WORDS, world
 
 GETS, LOSES, MORE, HOW_MANY = "w74", "w75", "w77", "w78"
+#: Open-book states and asks with the ``lookup`` kind's ``>`` (pilot 13, docs/replication.md):
+#: every pilot keeps the ``k > v`` lookup, and the longer ones lose a ``:`` one.
+SAYS = ">"
 
 
 @dataclass(frozen=True)
@@ -57,48 +60,48 @@ def _pick(rng: np.random.Generator, pool, n: int) -> list[str]:
 
 
 def _passage(pairs) -> list[str]:
-    """``e : v , e : v , ... .``"""
+    """``e > v , e > v , ... .``"""
     out: list[str] = []
     for e, v in pairs:
-        out += [e, ":", v, ","]
+        out += [e, SAYS, v, ","]
     out[-1] = "."
     return out
 
 
 # ----------------------------------------------------------------------------- open-book QA
 def open_lookup(rng: np.random.Generator) -> Problem:
-    """``e : v , ... . ? e :`` -> ``v``: 4-6 statements, distinct entities and values (the
+    """``e > v , ... . ? e >`` -> ``v``: 4-6 statements, distinct entities and values (the
     others are distractors), the queried statement uniform."""
     n = int(rng.integers(4, 7))
     words = _pick(rng, world().free_words, 2 * n)
     ents, vals = words[:n], words[n:]
     k = int(rng.integers(n))
-    q = [*_passage(zip(ents, vals)), "?", ents[k], ":"]
+    q = [*_passage(zip(ents, vals)), "?", ents[k], SAYS]
     return Problem(tuple(q), (vals[k],), "|", tuple(vals))
 
 
 def open_keys(rng: np.random.Generator) -> Problem:
-    """Several keys: ``... . ? e_i e_j :`` -> ``v_i v_j`` (two distinct entities, uniform);
+    """Several keys: ``... . ? e_i e_j >`` -> ``v_i v_j`` (two distinct entities, uniform);
     candidates are every ordered pair of distinct passage values."""
     n = int(rng.integers(3, 6))
     words = _pick(rng, world().free_words, 2 * n)
     ents, vals = words[:n], words[n:]
     i, j = (int(x) for x in rng.choice(n, size=2, replace=False))
-    q = [*_passage(zip(ents, vals)), "?", ents[i], ents[j], ":"]
+    q = [*_passage(zip(ents, vals)), "?", ents[i], ents[j], SAYS]
     pairs = tuple(f"{a} {b}" for a in vals for b in vals if a != b)
     return Problem(tuple(q), (vals[i], vals[j]), "|", pairs)
 
 
 def open_hops(rng: np.random.Generator) -> Problem:
-    """Two hops: 2-3 chains ``a : b`` and ``b : c`` (all words distinct), statements shuffled;
-    ``... . ? ? a :`` -> ``c``. Candidates: every chain end."""
+    """Two hops: 2-3 chains ``a > b`` and ``b > c`` (all words distinct), statements shuffled;
+    ``... . ? ? a >`` -> ``c``. Candidates: every chain end."""
     m = int(rng.integers(2, 4))
     words = _pick(rng, world().free_words, 3 * m)
     chains = [words[3 * i : 3 * i + 3] for i in range(m)]
     stmts = [(a, b) for a, b, _ in chains] + [(b, c) for _, b, c in chains]
     stmts = [stmts[i] for i in rng.permutation(len(stmts))]
     k = int(rng.integers(m))
-    q = [*_passage(stmts), "?", "?", chains[k][0], ":"]
+    q = [*_passage(stmts), "?", "?", chains[k][0], SAYS]
     return Problem(tuple(q), (chains[k][2],), "|", tuple(c[2] for c in chains))
 
 
@@ -126,13 +129,13 @@ def open_passage(rng: np.random.Generator) -> Problem:
 
 
 def open_reverse(rng: np.random.Generator) -> Problem:
-    """Reverse lookup: ``e : v , ... . ? : v`` -> ``e`` (which entity has ``v``); 4-6
+    """Reverse lookup: ``e > v , ... . ? > v`` -> ``e`` (which entity has ``v``); 4-6
     statements, the queried one uniform; candidates: the passage's entities."""
     n = int(rng.integers(4, 7))
     words = _pick(rng, world().free_words, 2 * n)
     ents, vals = words[:n], words[n:]
     k = int(rng.integers(n))
-    q = [*_passage(zip(ents, vals)), "?", ":", vals[k]]
+    q = [*_passage(zip(ents, vals)), "?", SAYS, vals[k]]
     return Problem(tuple(q), (ents[k],), "|", tuple(ents))
 
 

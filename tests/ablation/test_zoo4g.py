@@ -158,3 +158,15 @@ def test_ablate_picks_zoo4g_from_the_card(tmp_path):
     (run / "train_config.json").write_text(json.dumps(cfg))
     ckpt = SimpleNamespace(zoo_vocabulary=True, name="c", path=str(run / "checkpoints/step-900"))
     assert default_suite(ckpt) == "zoo4g"
+
+
+def test_open_book_states_and_asks_with_the_lookup_separator():
+    """Pilot 13 (docs/replication.md): open-book's passages and questions use the ``lookup``
+    kind's ``>``, never ``:``, which math keeps; ``open_passage`` is in the facts' syntax."""
+    rng = np.random.default_rng(3)
+    for name, make in KIND_PROBLEMS["openbook"].items():
+        for _ in range(20):
+            query = make(rng).query
+            assert ":" not in query, name
+            assert (">" in query) != (name == "open_passage"), name
+    assert ":" in KIND_PROBLEMS["math"]["math_add"](rng).query

@@ -46,6 +46,7 @@ def test_open_book_mass_reads_the_suite_items(load_benchmark, tmp_path, monkeypa
     """``--open-book`` reads open_lookup's suite items (prompt seed 0): every item's top token
     is counted once, and the keyed value is one of the passage's values, never a key."""
     from ablation.tasks.zoo4g import problems
+    from induction.zoo.problems import SAYS
 
     bench = load_benchmark("digit_mass")
     runs = tmp_path / "runs"
@@ -59,13 +60,14 @@ def test_open_book_mass_reads_the_suite_items(load_benchmark, tmp_path, monkeypa
     for _, query in problems("open_lookup", 64, seed=0):
         passage = query.query[: query.query.index("?")]
         assert query.answer[0] in query.candidates and query.answer[0] in passage
-        assert query.answer[0] not in {passage[i - 1] for i, t in enumerate(passage) if t == ":"}
+        keys = {passage[i - 1] for i, t in enumerate(passage) if t == SAYS}
+        assert keys and query.answer[0] not in keys
 
 
-def test_each_pilot_config_is_the_one_its_card_recorded_and_12a_is_the_recipe(load_benchmark):
+def test_each_pilot_config_is_the_one_its_card_recorded_and_13_is_the_recipe(load_benchmark):
     """A pilot is reproduced from its definition: every stored card's config equals the
     pilot's config today (pilots 2-12 pin the mix they trained on, MIX_R4_PILOT2, and their
-    steps), and round 4's grown8rt preset is pilot 12a's config (R4-recipe)."""
+    steps), and round 4's grown8rt preset is pilot 13's config (amendment A10)."""
     from dataclasses import asdict
 
     from induction.training.protocol import preset_config
@@ -83,5 +85,5 @@ def test_each_pilot_config_is_the_one_its_card_recorded_and_12a_is_the_recipe(lo
             assert same(asdict(preset_config("grown8rt", 0, **overrides)), recorded), name
             checked += 1
     assert checked >= 17
-    recipe = json.loads((cards / "pilot12a_card.json").read_text())["config"]
+    recipe = json.loads((cards / "pilot13_card.json").read_text())["config"]
     assert same(asdict(preset_config("grown8rt", 0)), recipe)
