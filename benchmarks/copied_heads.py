@@ -47,10 +47,8 @@ def grown_series(sweeps: Path | None = None) -> list[str]:
 
 def measure(name: str, sweeps: Path, out_dir: Path, say=print):
     """The copied-head result of one zoo model; writes its table and figure."""
-    from induction.dynamics.copies import copied_heads_of_sweep
     from induction.dynamics.sweep import SweepSettings, sweep
     from induction.models import registry
-    from lineage.log import DuplicationLog
 
     folder = registry.zoo_path(name)
     dataset = sweeps / name
@@ -64,8 +62,7 @@ def measure(name: str, sweeps: Path, out_dir: Path, say=print):
             f"{name} ships no checkpoint series and {dataset} holds no sweep of it; sweep it "
             "before its checkpoints go (benchmarks/build_zoo.py does for round 4's seeds)"
         )  # else: the stored sweep is the series' record (its checkpoints were not kept)
-    log = DuplicationLog.load(folder / "duplication_log.json")
-    result = copied_heads_of_sweep(dataset, log, model=name)
+    result = stored(name, sweeps)
     result.save(out_dir / f"{name}.csv")
     note = None
     try:

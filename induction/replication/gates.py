@@ -112,9 +112,7 @@ def copied_head_gate(model: str):
     from lineage.log import LOG_FILE, DuplicationLog
 
     card, folder = _card(model), _folder(model)
-    if not card or not card.get("growth_steps") or folder is None:
-        return None
-    if not (folder / LOG_FILE).is_file():
+    if not card or not card.get("growth_steps") or not (folder and (folder / LOG_FILE).is_file()):
         return None
     log = DuplicationLog.load(folder / LOG_FILE)
     if pre_growth_head_scores(card) is None:
