@@ -188,3 +188,24 @@ def test_a_declared_scale_alone_gives_the_word():
         assert reading.word == reading.words[scale] == both.words[scale]
     with pytest.raises(InputError, match="scale must be"):
         read_claim(dense, arm, 0.10, 2.25, scale="log")
+
+
+def test_round4_seed_figures_in_the_design_record():
+    """R8's figures (docs/replication.md): at round 3's sd 0.10, 23 seeds per arm give power
+    0.8 for +0.10 under a Holm family of 3 (17 without); 7 for +0.20; with 6 against 6 the
+    detectable difference is 0.22 (0.18), the power 0.18 (0.35) for +0.10, 0.71 (0.88) for +0.20."""
+    from induction.stats import detectable_difference, power_for
+
+    def seeds_for(effect: float, alpha: float) -> int:
+        n = 2
+        while power_for(effect, n, n, 0.10, alpha) < 0.8:
+            n += 1
+        return n
+
+    needed = (seeds_for(0.10, 0.05 / 3), seeds_for(0.10, 0.05), seeds_for(0.20, 0.05 / 3))
+    assert needed == (23, 17, 7)
+    assert round(detectable_difference(6, 6, 0.10, 0.05 / 3), 2) == 0.22
+    assert round(detectable_difference(6, 6, 0.10, 0.05), 2) == 0.18
+    assert [
+        round(power_for(e, 6, 6, 0.10, a), 2) for e in (0.10, 0.20) for a in (0.05 / 3, 0.05)
+    ] == [0.18, 0.35, 0.71, 0.88]
