@@ -47,6 +47,7 @@ def grown_series(sweeps: Path | None = None) -> list[str]:
 
 def measure(name: str, sweeps: Path, out_dir: Path, say=print):
     """The copied-head result of one zoo model; writes its table and figure."""
+    from induction.dynamics.dataset import drop_other_settings
     from induction.dynamics.sweep import SweepSettings, sweep
     from induction.models import registry
 
@@ -57,6 +58,9 @@ def measure(name: str, sweeps: Path, out_dir: Path, say=print):
         report = sweep([str(folder)], dataset, settings=settings, progress=False, say=say)
         if report.failed:
             raise WorkbenchError(f"{name}: the sweep failed on {report.failed[0][0]}")
+        # the scoring code changed since the stored sweep: its parts are superseded
+        for part in drop_other_settings(dataset, str(report.settings_hash)):
+            say(f"{name}: dropped {part.name} (a sweep under other settings or code)")
     elif not dataset.is_dir():
         raise WorkbenchError(
             f"{name} ships no checkpoint series and {dataset} holds no sweep of it; sweep it "

@@ -136,17 +136,34 @@ class CopiedHeads:
         events = t["event_step"].nunique()
         copied = t.drop_duplicates(["event_step", "parent_layer", "head"]).shape[0]
         by = t["class"].value_counts()
-        parts = [f"{by.get(c, 0)} {_PLURAL[c]}" for c in CLASSES if by.get(c, 0)]
         kept = t[t["class"] == "keeps its role"]["role_at_end"].value_counts()
-        kept_text = ", ".join(f"{n} as {r} heads" for r, n in kept.items())
+        kept_text = " (" + ", ".join(f"{n} as {r} heads" for r, n in kept.items()) + ")"
+        parts = [
+            f"{by.get(c, 0)} {_PLURAL[c]}" + (kept_text if c == "keeps its role" else "")
+            for c in CLASSES
+            if by.get(c, 0)
+        ]
         became = int(((t["role_at_end"] == "induction") & (t["role_at_copy"] != "induction")).sum())
         return (
             f"{self.model}: {events} growth event{'s' if events > 1 else ''} copied {copied} "
             f"heads; of their {len(t)} "
             f"descendants in the final network (a head copied twice counts once per event), "
-            f"{', '.join(parts)}"
-            + (f" ({kept_text})" if kept_text else "")
-            + f"; {became} became induction heads after the copy."
+            f"{', '.join(parts)}{self._in_place_text()}; {became} became induction heads after "
+            "the copy."
+        )
+
+    def _in_place_text(self) -> str:
+        """Where a copied head had a role: how often the copy left in the source's place
+        (``copy_index`` 0) keeps it against the copies added above it."""
+        had = self.table[self.table["role_at_copy"] != "none"]
+        if had.empty:
+            return ""
+        kept = had["class"] == "keeps its role"
+        in_place = had["copy_index"] == 0
+        return (
+            f"; of the descendants of heads with a role at the copy, the copy left in place "
+            f"keeps it in {int((kept & in_place).sum())} of {int(in_place.sum())}, the added "
+            f"copies in {int((kept & ~in_place).sum())} of {int((~in_place).sum())}"
         )
 
     @guards_inputs

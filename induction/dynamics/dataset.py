@@ -91,6 +91,26 @@ def read_part(path: Path):
     return pq.read_table(path, schema=schema())
 
 
+def drop_other_settings(folder: str | Path, settings_hash: str) -> list[Path]:
+    """Remove the parts of a dataset folder written under settings other than
+    ``settings_hash`` (with their hash files) and return them: after a sweep under new
+    settings or new scoring code, the folder then holds one consistent record instead of two
+    (a reader such as :func:`induction.dynamics.copies.copied_heads` refuses a mix)."""
+    from induction.store.cache_integrity import hash_path
+
+    if not settings_hash:
+        raise ValueError("drop_other_settings needs the settings hash to keep")
+    gone = []
+    for part in sorted(Path(folder).iterdir()):
+        parsed = parse_name(part.name)
+        if parsed is None or settings_hash.startswith(parsed[1]):
+            continue
+        hash_path(part).unlink(missing_ok=True)
+        part.unlink()
+        gone.append(part)
+    return gone
+
+
 def read_dataset(path: str | Path) -> pd.DataFrame:
     """Every row of a sweep dataset (a folder of files, or one file), sorted by model,
     step, checkpoint, score, layer and head."""

@@ -77,7 +77,10 @@ def test_each_descendant_gets_its_class_and_series():
     series = result.series[result.series.descendant == "L1H0@10 -> L3H0"]
     assert series["step"].tolist() == [10, 10, 20, 20, 30]  # the copy, then every checkpoint
     assert series["previous_token"].tolist() == [0.9, 0.05, 0.05, 0.05, 0.1]
-    assert "1 became induction heads" in result.sentence()
+    sentence = result.sentence()
+    assert "1 became induction heads" in sentence
+    # only L1H0 had a role at a copy (event 10): the copy in place keeps it, the added one not
+    assert "the copy left in place keeps it in 1 of 1, the added copies in 0 of 1" in sentence
 
 
 def test_a_series_without_the_pre_growth_checkpoint_is_refused():

@@ -288,3 +288,21 @@ def test_a_sweep_report_is_a_job_result(tiny_run, reference, tmp_path):
     with pytest.raises(InputError, match="unknown sweep setting 'seed'"):
         sweep([str(tiny_run)], tmp_path / "x", seed=1)
     assert not (tmp_path / "x").exists()
+
+
+def test_a_sweep_under_new_settings_drops_the_old_parts(tiny_run, reference, tmp_path):
+    """copied_heads.py re-sweeps a series after the scoring code changed: the folder keeps the
+    new settings' parts only, so it reads as one record, not a mix."""
+    from induction.dynamics.dataset import drop_other_settings
+
+    ds = shutil.copytree(reference, tmp_path / "ds")
+    seals = len(list(ds.glob(".*.sha256")))
+    report = sweep([str(tiny_run)], ds, settings=SweepSettings(seeds=1, batch=4, device="cpu"))
+    assert read_dataset(ds)["settings_hash"].nunique() == 2
+    gone = drop_other_settings(ds, str(report.settings_hash))
+    assert len(gone) == 5 and not any(p.exists() for p in gone)
+    assert len(list(ds.glob(".*.sha256"))) == seals  # the old parts' hash files went too
+    assert set(read_dataset(ds)["settings_hash"]) == {report.settings_hash}
+    assert drop_other_settings(ds, str(report.settings_hash)) == []
+    with pytest.raises(ValueError):
+        drop_other_settings(ds, "")
