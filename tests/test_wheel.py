@@ -37,7 +37,7 @@ def test_the_wheel_ships_the_default_model_only_and_stays_under_30_mb(tmp_path):
         if n.startswith("induction/zoo/models/") and n.count("/") > 3
     }
     names = zipfile.ZipFile(wheel).namelist()
-    assert models == {"grown8c-s0"}
-    assert any(n.startswith("induction/zoo/models/grown8c-s0/checkpoints/") for n in names)
-    assert "induction/zoo/models/grown8c-s0/model.safetensors" in names
+    assert models == {"grown8rt-s0"}
+    assert any(n.startswith("induction/zoo/models/grown8rt-s0/checkpoints/") for n in names)
+    assert "induction/zoo/models/grown8rt-s0/model.safetensors" in names
     assert wheel.stat().st_size < 30e6

@@ -183,6 +183,7 @@ def _quiet_libraries() -> None:
 
 #: The ``zoo`` column of ``induction models`` (label, registry tuple), in listing order.
 ZOO_COLUMN = (
+    ("round 4", "ROUND4"),
     ("second", "SECOND_ZOO"),
     ("function-vector", "FV_ZOO"),
     ("zoo2 (record)", "FIXED_PROTOCOL"),
@@ -219,7 +220,9 @@ def models() -> None:
         for name in sorted(names, key=lambda n: order.index(zoo_generation(n, registry))):
             typer.echo("  " + _zoo_row(name, registry))  # sorted is stable: registry order
         typer.echo(
-            "zoo: second = the current zoo, the replication's (docs/zoo.md); function-vector "
+            "zoo: round 4 = the zoo in training, the default model's (docs/zoo.md, 'Round 4');\n"
+            "     second = the zoo of the replication's current record (docs/zoo.md); "
+            "function-vector "
             "= its recipe\n     with relations shown only by demonstrations, for FV heads; "
             "zoo2 (record) = the first\n     fixed-protocol zoo, which barely learns in "
             "context (docs/zoo2-record.md); 12-layer\n     (record) = the second zoo's first "

@@ -55,11 +55,12 @@ TWELVE_LAYER_ZOO = ("dense12", "lidas12", "lidas12e", "looped12", "looped12p")
 #: arms train, 6 seeds each (benchmarks/build_zoo.py ROUND4_ORDER; docs/replication.md, R8).
 ROUND4 = ("dense8r", "grown8r", "grown8re", "grown8rt", "grown8rte", "looped8r", "looped8rp")
 FAMILIES = FIRST_ZOO + FIXED_PROTOCOL + SECOND_ZOO + FV_ZOO + TWELVE_LAYER_ZOO + ROUND4
-#: What commands and API calls use when no model is named: the second zoo's grown model
-#: (seed 0), the replication's subject: grown 4 -> 8 layers in four one-layer LIDAS stages
-#: after its 4-layer network formed induction heads (initial layer 1 has 5 descendants), and
-#: passing the in-context gates (docs/zoo.md, "The second zoo").
-DEFAULT_MODEL = "grown8c"
+#: What commands and API calls use when no model is named: round 4's top-growth arm (seed 0),
+#: the replication's subject (docs/replication.md, R4-default): grown 4 -> 8 layers in four
+#: one-layer stages, each copying the top initial layer after its induction heads formed
+#: (initial L3 ends with 5 descendants), trained on the curriculum the ``zoo4g`` suite
+#: measures, and passing every gate (docs/zoo.md, "The default model").
+DEFAULT_MODEL = "grown8rt"
 _NAME = re.compile(r"^(?P<family>[a-z]+\d*[a-z]*)-s(?P<seed>\d+)$")  # looped8cp-s0
 
 

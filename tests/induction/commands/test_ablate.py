@@ -161,16 +161,16 @@ def test_zoo19_is_the_default_suite_for_zoo_models_with_group_means(tmp_path):
     assert (df.drop_ci_lo <= df["drop"] + 1e-9).all() and (df["drop"] <= df.drop_ci_hi + 1e-9).all()
 
 
-def test_the_default_model_gets_the_zootrain_suite(tmp_path):
-    """Without a model or --suite: grown8c-s0 on zootrain (the second zoo's training formats,
-    fresh content); fact_digit exists in no other suite."""
+def test_the_default_model_gets_the_zoo4g_suite(tmp_path):
+    """Without a model or --suite: grown8rt-s0 on zoo4g (round 4's suite, the source's 19 tasks
+    in its four groups in the curriculum's formats); open_lookup exists in no other suite."""
     out = tmp_path / "r.json"
     result = ablate("--n-items", 4, "--controls", 1, "--quiet", "--no-cache",
-                    "--task", "fact_digit", "--task", "copy", "--out", out)  # fmt: skip
+                    "--task", "open_lookup", "--task", "copy", "--out", out)  # fmt: skip
     assert result.exit_code == 0, result.output
     saved = json.loads(out.read_text())
-    assert saved["meta"]["suite"] == "zootrain"
-    assert saved["meta"]["model"] == "grown8c-s0"
+    assert saved["meta"]["suite"] == "zoo4g"
+    assert saved["meta"]["model"] == "grown8rt-s0"
 
 
 def test_heads_text_lists_every_head_or_says_how_many_more():

@@ -30,6 +30,7 @@ def test_models_lists_zoo_and_spec_kinds():
         FIRST_ZOO,
         FIXED_PROTOCOL,
         FV_ZOO,
+        ROUND4,
         SECOND_ZOO,
         TWELVE_LAYER_ZOO,
     )
@@ -38,15 +39,18 @@ def test_models_lists_zoo_and_spec_kinds():
     assert result.exit_code == 0, result.output
     for kind in ("folder", ".gguf", "hub name", "smollm2"):
         assert kind in result.stdout
-    zoo_labels = r"(second|function-vector|zoo2 \(record\)|12-layer \(record\)|first \(record\))"
+    zoo_labels = (
+        r"(round 4|second|function-vector|zoo2 \(record\)|12-layer \(record\)|first \(record\))"
+    )
     row = re.compile(r"^  (\S+) +(\S+) +" + zoo_labels + r" +(\d+) +(\S+) ")
     listed = [m.groups() for m in map(row.match, result.stdout.splitlines()) if m]
     rows = {r[0]: r for r in listed}
     for name in zoo_models():
         assert name in rows
         assert "max induction" in next(ln for ln in result.stdout.splitlines() if f" {name} " in ln)
-    # each model's zoo marked; the current (second) zoo listed first, the records last
+    # each model's zoo marked; round 4 (training) and the second zoo first, the records last
     zoos = {
+        "round 4": ROUND4,
         "second": SECOND_ZOO,
         "function-vector": FV_ZOO,
         "zoo2 (record)": FIXED_PROTOCOL,

@@ -161,19 +161,19 @@ def test_output_suffix_is_refused_before_the_model_loads(tmp_path, monkeypatch, 
     one_line_error(scan("lidas8", "--plot", tmp_path / "x.svg"), "--plot", "unknown suffix")
 
 
-def test_default_model_is_the_grown8c_zoo_model(one_line_error):
-    """Without a model, commands use registry.DEFAULT_MODEL (grown8c: its first shipped seed)."""
-    assert registry.DEFAULT_MODEL == "grown8c"
+def test_default_model_is_the_grown8rt_zoo_model(one_line_error):
+    """Without a model, commands use registry.DEFAULT_MODEL (grown8rt: its first shipped seed)."""
+    assert registry.DEFAULT_MODEL == "grown8rt"
     result = scan("--help")
     assert result.exit_code == 0
-    assert "grown8c" in result.stdout
+    assert "grown8rt" in result.stdout
     args = ("--seq-len", 8, "--batch", 2, "--seeds", 1, "--no-loss", "--scores", "induction")
-    if any(n.startswith("grown8c-") for n in registry.zoo_models()):
+    if any(n.startswith("grown8rt-") for n in registry.zoo_models()):
         result = scan(*args)
         assert result.exit_code == 0, result.output
-        assert "heads of grown8c-s0" in result.stdout
+        assert "heads of grown8rt-s0" in result.stdout
     else:
-        one_line_error(scan(*args), "grown8c")
+        one_line_error(scan(*args), "grown8rt")
 
 
 def test_output_norm_column(tmp_path):
