@@ -48,6 +48,14 @@ ROLE_SCORES = ("induction", "previous_token", "fv")
 FV_TOP_SHARE = 0.10
 CLASSES = ("keeps its role", "loses it", "turns FV", "specialises", "no role")
 _PLURAL = dict(zip(CLASSES, ("keep their role", "lose it", "turn FV", "specialise", "have none")))
+_SINGULAR = dict(
+    zip(CLASSES, ("keeps its role", "loses it", "turns FV", "specialises", "has none"))
+)
+
+
+def _heads(n: int, verb_class: str) -> str:
+    """``n`` descendants and what they did, the verb agreeing with ``n``."""
+    return f"{n} {(_SINGULAR if n == 1 else _PLURAL)[verb_class]}"
 
 
 def layer_at_stage(log: DuplicationLog, layer: int, stage: int) -> int:
@@ -137,9 +145,18 @@ class CopiedHeads:
         copied = t.drop_duplicates(["event_step", "parent_layer", "head"]).shape[0]
         by = t["class"].value_counts()
         kept = t[t["class"] == "keeps its role"]["role_at_end"].value_counts()
-        kept_text = " (" + ", ".join(f"{n} as {r} heads" for r, n in kept.items()) + ")"
+        kept_text = (
+            " ("
+            + ", ".join(
+                f"{n} as {'an' if r[0] in 'aeiouF' else 'a'} {r} head"
+                if n == 1
+                else f"{n} as {r} heads"
+                for r, n in kept.items()
+            )
+            + ")"
+        )
         parts = [
-            f"{by.get(c, 0)} {_PLURAL[c]}" + (kept_text if c == "keeps its role" else "")
+            _heads(int(by.get(c, 0)), c) + (kept_text if c == "keeps its role" else "")
             for c in CLASSES
             if by.get(c, 0)
         ]
@@ -148,8 +165,8 @@ class CopiedHeads:
             f"{self.model}: {events} growth event{'s' if events > 1 else ''} copied {copied} "
             f"heads; of their {len(t)} "
             f"descendants in the final network (a head copied twice counts once per event), "
-            f"{', '.join(parts)}{self._in_place_text()}; {became} became induction heads after "
-            "the copy."
+            f"{', '.join(parts)}{self._in_place_text()}; {became} became "
+            f"{'an induction head' if became == 1 else 'induction heads'} after the copy."
         )
 
     def _in_place_text(self) -> str:

@@ -78,7 +78,10 @@ def test_each_descendant_gets_its_class_and_series():
     assert series["step"].tolist() == [10, 10, 20, 20, 30]  # the copy, then every checkpoint
     assert series["previous_token"].tolist() == [0.9, 0.05, 0.05, 0.05, 0.1]
     sentence = result.sentence()
-    assert "1 became induction heads" in sentence
+    assert "1 became an induction head after the copy" in sentence
+    # counts of one take the singular: one descendant of each class but "no role"
+    assert "1 keeps its role (1 as a previous-token head), 1 loses it, 1 specialises" in sentence
+    assert "5 have none" in sentence
     # only L1H0 had a role at a copy (event 10): the copy in place keeps it, the added one not
     assert "the copy left in place keeps it in 1 of 1, the added copies in 0 of 1" in sentence
 
