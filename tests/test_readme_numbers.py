@@ -130,6 +130,17 @@ def test_default_model_ablation_numbers(readme):
     )
 
 
+def test_smollm2_ablation_time(readme):
+    """The quoted time of a small SmolLM2 ablation is the one its committed report records."""
+    report = json.loads((RESULTS / "default" / "smollm2-antonyms-ablate.json").read_text())
+    assert report["meta"]["model"].startswith("SmolLM2")
+    _says(
+        readme,
+        f"({report['meta']['evaluation_seconds']:.0f} s evaluating after",
+        "benchmarks/results/default/smollm2-antonyms-ablate.json",
+    )
+
+
 def test_default_model_growth_numbers(readme):
     """The default model's induction heads and what growth made of them, from its card and its
     committed copied-head table (`python benchmarks/copied_heads.py`)."""
