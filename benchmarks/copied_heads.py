@@ -12,7 +12,8 @@ stored sweep, which ``benchmarks/build_zoo.py`` writes before it drops the serie
 covers every series with a stored sweep, not only those named. Writes, atomically, under
 ``--out-dir`` (default ``benchmarks/results/copied_heads``): ``<model>.csv`` (one row per
 descendant), ``<model>.png`` (the score series, coloured by class), ``summary.csv`` (heads per
-model, event, role at the copy and class) and ``sentences.md``; ``--details`` replaces the
+model, event, role at the copy and class), ``sentences.md`` (one per seed) and ``arms.md``
+(one per arm, its seeds pooled); ``--details`` replaces the
 ``copied-heads`` block of a markdown file with the sentences and the summary table.
 """
 
@@ -92,7 +93,7 @@ def _order(name: str) -> tuple[str, int]:
 
 
 def details_block(results) -> str:
-    from induction.dynamics.copies import summary_table
+    from induction.dynamics.copies import arm_sentences, summary_table
 
     lines = [
         f"<!-- {MARK}:start -->",
@@ -100,6 +101,9 @@ def details_block(results) -> str:
         "(tables and figures in `benchmarks/results/copied_heads/`).",
         "",
     ]
+    lines += ["Per arm, its seeds pooled:", ""]
+    lines += [f"- {s}" for s in arm_sentences(results)]
+    lines += ["", "Per seed:", ""]
     lines += [f"- {r.sentence()}" for r in results]
     table = summary_table(results)
     lines += [
@@ -157,10 +161,11 @@ def main(argv=None) -> int:
             if name not in results and (sweeps / name).is_dir():
                 results[name] = stored(name, sweeps)
         results = [results[n] for n in sorted(results, key=_order)]
-        from induction.dynamics.copies import summary_table
+        from induction.dynamics.copies import arm_sentences, summary_table
 
         write_table(summary_table(results), args.out_dir / "summary.csv")
         write_text(args.out_dir / "sentences.md", "\n".join(f"- {r.sentence()}" for r in results))
+        write_text(args.out_dir / "arms.md", "\n".join(f"- {s}" for s in arm_sentences(results)))
         if args.details is not None:
             replace_block(args.details, details_block(results))
             print(f"wrote {args.details}")

@@ -366,3 +366,43 @@ def summary_table(results: Sequence[CopiedHeads]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[
         ["model", "event_step", "role_at_copy", "class", "heads"]
     ]
+
+
+def arm_sentences(results: Sequence[CopiedHeads]) -> list[str]:
+    """One sentence per arm (the family of ``<family>-s<seed>``), its seeds pooled: for the
+    heads that had a role at the copy, how often the copy left in place keeps it against the
+    added copies, per role, and how many copies became induction heads (issue #41 item 6: per
+    arm and seed; the seeds' own sentences are :meth:`CopiedHeads.sentence`)."""
+    import pandas as pd
+
+    arms: dict[str, list[CopiedHeads]] = {}
+    for r in results:
+        family, _, seed = r.model.rpartition("-s")
+        arms.setdefault(family if seed.isdigit() else r.model, []).append(r)
+    out = []
+    for arm, runs in arms.items():
+        seeds = ", ".join(r.model.rpartition("-s")[2] for r in runs)
+        head = f"{arm} ({len(runs)} seed{'s' if len(runs) > 1 else ''}: {seeds})"
+        t = pd.concat([r.table for r in runs if not r.table.empty], ignore_index=True)
+        if t.empty:
+            out.append(f"{head}: no growth event copied a layer")
+            continue
+        parts = []
+        for role in ("induction", "previous-token", "FV"):
+            rows = t[t["role_at_copy"] == role]
+            if rows.empty:
+                continue
+            kept = rows["class"] == "keeps its role"
+            in_place = rows["copy_index"] == 0
+            parts.append(
+                f"{role} heads: the copy left in place keeps the role in "
+                f"{int((kept & in_place).sum())} of {int(in_place.sum())}, the added copies in "
+                f"{int((kept & ~in_place).sum())} of {int((~in_place).sum())}"
+            )
+        became = int(((t["role_at_end"] == "induction") & (t["role_at_copy"] != "induction")).sum())
+        roles_text = "; ".join(parts) if parts else "no copied head had a role at the copy"
+        out.append(
+            f"{head}: {len(t)} descendants of copied heads; {roles_text}; {became} "
+            f"{'copy' if became == 1 else 'copies'} became induction heads after the copy."
+        )
+    return out

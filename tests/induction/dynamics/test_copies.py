@@ -6,7 +6,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from induction.dynamics.copies import classify, copied_heads, copied_layers, layer_at_stage
+from induction.dynamics.copies import (
+    arm_sentences,
+    classify,
+    copied_heads,
+    copied_layers,
+    layer_at_stage,
+)
 from induction.errors import InputError
 from lineage.log import DuplicationLog
 
@@ -84,6 +90,24 @@ def test_each_descendant_gets_its_class_and_series():
     assert "5 have none" in sentence
     # only L1H0 had a role at a copy (event 10): the copy in place keeps it, the added one not
     assert "the copy left in place keeps it in 1 of 1, the added copies in 0 of 1" in sentence
+
+
+def test_an_arm_pools_its_seeds_per_role():
+    """Two seeds of one arm and one of another: the arm's sentence counts both seeds' copies of
+    the heads that had a role, the in-place copy apart from the added ones."""
+    keeps = {("step-10-pre", 1, 0, "previous_token"): 0.9, ("final", 2, 0, "previous_token"): 0.8}
+    loses = {("step-10-pre", 1, 0, "previous_token"): 0.9}
+
+    def run(name: str, values: dict):
+        return copied_heads(_rows(values).assign(model=name), _log(), model=name)
+
+    seeds = [run(f"g-s{s}", v) for s, v in enumerate((keeps, loses))]
+    other = run("h-s0", {})
+    g, h = arm_sentences([*seeds, other])
+    assert g.startswith("g (2 seeds: 0, 1): 16 descendants of copied heads; previous-token heads:")
+    assert "the copy left in place keeps the role in 1 of 2, the added copies in 0 of 2" in g
+    assert g.endswith("0 copies became induction heads after the copy.")
+    assert h.startswith("h (1 seed: 0): 8 descendants") and "no copied head had a role" in h
 
 
 def test_a_series_without_the_pre_growth_checkpoint_is_refused():
