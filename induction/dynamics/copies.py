@@ -47,8 +47,10 @@ ROLE_SCORES = ("induction", "previous_token", "fv")
 #: A head counts as an FV head when its FV score is in this top share of its checkpoint's heads.
 FV_TOP_SHARE = 0.10
 CLASSES = ("keeps its role", "loses it", "turns FV", "specialises", "no role")
-_PLURAL = dict(zip(CLASSES, ("keep their role", "lose it", "turn FV", "specialise", "have none")))
-_SINGULAR = dict(
+_PLURAL: dict[str, str] = dict(
+    zip(CLASSES, ("keep their role", "lose it", "turn FV", "specialise", "have none"))
+)
+_SINGULAR: dict[str, str] = dict(
     zip(CLASSES, ("keeps its role", "loses it", "turns FV", "specialises", "has none"))
 )
 
@@ -148,7 +150,7 @@ class CopiedHeads:
         kept_text = (
             " ("
             + ", ".join(
-                f"{n} as {'an' if r[0] in 'aeiouF' else 'a'} {r} head"
+                f"{n} as {'an' if str(r)[0] in 'aeiouF' else 'a'} {r} head"
                 if n == 1
                 else f"{n} as {r} heads"
                 for r, n in kept.items()
