@@ -4,6 +4,7 @@ fails here)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from induction.models import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 DEFAULT_PHRASE = re.compile(
     r"default (zoo )?model|when none is named|every command uses|no model is named", re.I
@@ -75,9 +77,18 @@ def test_the_slug_follows_githubs_rule():
     )
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def _prose(page: Path) -> str:
+    """A page's text; for a notebook, the source of its cells (prose and settings), not the
+    outputs, which quote the models a cell ran on."""
+    if page.suffix != ".ipynb":
+        return page.read_text()
+    cells = json.loads(page.read_text())["cells"]
+    return "\n".join("".join(cell["source"]) for cell in cells)
+
+
+@pytest.mark.parametrize("page", PAGES + NOTEBOOKS, ids=lambda p: p.name)
 def test_sentences_about_the_default_model_name_the_registrys(page):
-    lines = page.read_text().splitlines()
+    lines = _prose(page).splitlines()
     wrong = []
     for i, line in enumerate(lines):
         if not DEFAULT_PHRASE.search(line):
@@ -99,6 +110,11 @@ def test_the_default_model_check_can_fail(tmp_path, monkeypatch):
     page.write_text("The default model (`lidas8-s0`) is used. Pilot: `grown8rt-s0`.\n")
     with pytest.raises(AssertionError, match="lidas8-s0"):
         test_sentences_about_the_default_model_name_the_registrys(page)
+    notebook = tmp_path / "nb.ipynb"
+    cell = {"cell_type": "code", "source": ['MODEL = "grown8c"  # the default model\n']}
+    notebook.write_text(json.dumps({"cells": [cell]}))
+    with pytest.raises(AssertionError, match="grown8c"):
+        test_sentences_about_the_default_model_name_the_registrys(notebook)
     page.write_text("The default model is `grown8c-s0`. Pilot 1: `grown8rt-s0`.\n")
     with pytest.raises(AssertionError, match="grown8c-s0"):
         test_sentences_about_the_default_model_name_the_registrys(page)
