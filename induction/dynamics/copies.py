@@ -177,12 +177,9 @@ class CopiedHeads:
         had = self.table[self.table["role_at_copy"] != "none"]
         if had.empty:
             return ""
-        kept = had["class"] == "keeps its role"
-        in_place = had["copy_index"] == 0
         return (
-            f"; of the descendants of heads with a role at the copy, the copy left in place "
-            f"keeps it in {int((kept & in_place).sum())} of {int(in_place.sum())}, the added "
-            f"copies in {int((kept & ~in_place).sum())} of {int((~in_place).sum())}"
+            "; of the descendants of heads with a role at the copy, the copy left in place "
+            f"keeps it in {_in_place_vs_added(had)}"
         )
 
     @guards_inputs
@@ -370,6 +367,17 @@ def summary_table(results: Sequence[CopiedHeads]) -> pd.DataFrame:
     ]
 
 
+def _in_place_vs_added(rows: pd.DataFrame) -> str:
+    """ "k of n, the added copies in k' of n'": how many descendants keep their role in the copy
+    left in place (``copy_index`` 0) and in the copies added above it."""
+    kept = rows["class"] == "keeps its role"
+    in_place = rows["copy_index"] == 0
+    return (
+        f"{int((kept & in_place).sum())} of {int(in_place.sum())}, the added copies in "
+        f"{int((kept & ~in_place).sum())} of {int((~in_place).sum())}"
+    )
+
+
 def arm_sentences(results: Sequence[CopiedHeads]) -> list[str]:
     """One sentence per arm (the family of ``<family>-s<seed>``), its seeds pooled: for the
     heads that had a role at the copy, how often the copy left in place keeps it against the
@@ -385,22 +393,16 @@ def arm_sentences(results: Sequence[CopiedHeads]) -> list[str]:
     for arm, runs in arms.items():
         seeds = ", ".join(r.model.rpartition("-s")[2] for r in runs)
         head = f"{arm} ({len(runs)} seed{'s' if len(runs) > 1 else ''}: {seeds})"
-        t = pd.concat([r.table for r in runs if not r.table.empty], ignore_index=True)
-        if t.empty:
+        tables = [r.table for r in runs if not r.table.empty]
+        if not tables:
             out.append(f"{head}: no growth event copied a layer")
             continue
-        parts = []
-        for role in ("induction", "previous-token", "FV"):
-            rows = t[t["role_at_copy"] == role]
-            if rows.empty:
-                continue
-            kept = rows["class"] == "keeps its role"
-            in_place = rows["copy_index"] == 0
-            parts.append(
-                f"{role} heads: the copy left in place keeps the role in "
-                f"{int((kept & in_place).sum())} of {int(in_place.sum())}, the added copies in "
-                f"{int((kept & ~in_place).sum())} of {int((~in_place).sum())}"
-            )
+        t = pd.concat(tables, ignore_index=True)
+        parts = [
+            f"{role} heads: the copy left in place keeps the role in {_in_place_vs_added(rows)}"
+            for role in ("induction", "previous-token", "FV")
+            if not (rows := t[t["role_at_copy"] == role]).empty
+        ]
         became = int(((t["role_at_end"] == "induction") & (t["role_at_copy"] != "induction")).sum())
         roles_text = "; ".join(parts) if parts else "no copied head had a role at the copy"
         out.append(
