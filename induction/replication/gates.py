@@ -32,7 +32,8 @@ from ablation.gates import VERDICT_ORDER, heads_before_growth, saturated, verdic
 from induction.stats import holm, min_perm_p, seed_test
 
 from .config import ROUND4_SCALES, SOURCE, Settings
-from .intervals import drop_cells
+from .intervals import difference_cells, drop_cells, fmt_ci, read_gap, read_shift
+from .lineage_claim import chance_ancestors, descendants_per_head
 from .models import drop_claim_families, is_round4, source_family
 
 ALPHA = 0.05
@@ -187,6 +188,7 @@ def gate_table(
             None if before is None else bool(before[1] >= INDUCTION_THRESHOLD)
         )
         copied = copied_head_gate(spec)
+        row["chance_ancestors"] = _chance_ancestors(spec)
         row["copied_head_before_growth"] = None if copied is None else copied.passed
         row["copied_head"] = "" if copied is None else copied.detail
         if probe:
@@ -203,6 +205,24 @@ def gate_table(
             df[f"pass_{readout}"] = models[col].fillna(False).astype(bool).to_numpy()
             df[f"testable_{readout}"] = df[gates].all(axis=1) & df[f"pass_{readout}"]
     return df
+
+
+def _chance_ancestors(spec: str) -> float:
+    """A grown model's chance level of ``m`` from its duplication log; NaN for any other."""
+    descendants = descendants_per_head(_folder(spec))
+    return math.nan if descendants is None else chance_ancestors(descendants)
+
+
+def with_chance(gates: pd.DataFrame, specs: dict[str, str] | None = None) -> pd.DataFrame:
+    """The gate table with its ``chance_ancestors`` column, computed where a stored table
+    (written before A11) has none: the level depends on the growth schedule alone."""
+    if gates.empty or "chance_ancestors" in gates:
+        return gates
+    out = gates.copy()
+    out["chance_ancestors"] = [
+        _chance_ancestors(str((specs or {}).get(m) or m)) for m in out["model"]
+    ]  # fmt: skip
+    return out
 
 
 def _probe(name: str) -> dict:
@@ -343,11 +363,13 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
         if "copied_head_before_growth" in g:  # R4-gate (docs/replication.md)
             for _, m in g[g["copied_head_before_growth"].map(lambda v: _is(v, False))].iterrows():
                 reasons.append(f"{m['model']} fails copied head before growth ({m['copied_head']})")
+        read: dict = {}
         if reasons:
             verdict, why = "untestable here", "; ".join(reasons)
         else:
-            verdict = "agree" if r["src_ancestors"] <= src["ancestors"] + 0.5 else "disagree"
-            why = "reachable and heads formed before growth"
+            ms = models[models["family"] == lidas].set_index("model")["src_ancestors"]
+            verdict, why, read, zoo = _read_lineage(ms, gates, fewest)
+            why = f"reachable and heads formed before growth; {why}"
         copied = r.get("src_copied")
         if copied is not None and copied == copied:
             why += (
@@ -357,13 +379,14 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
         rows.append({"claim": f"{src['heads']} of the {src['top']} strongest heads from "
                      f"{src['ancestors']} ancestors ({lidas})", "source": "m = 2 (3B LIDAS)",
                      "zoo": zoo, "verdict": verdict, "decided_by": why,
-                     "families": [lidas]})  # fmt: skip
+                     "families": [lidas], **read})  # fmt: skip
     rows += _growth_timing(rep.models, gates, by_src.get("lidas", []))
     secondary = secondary_claims(rep, gates, by_src)
     if rule_tvd is not None and "tvd_clean" in fams:
         tvds = fams["tvd_clean"]
         beat = tvds < rule_tvd - REGBENCH_MARGIN
         zoo = ", ".join(f"{f} {v:.3f}" for f, v in tvds.items())
+        cells: dict = {}
         if not beat.all():
             verdict = "untestable here"
             why = (
@@ -371,10 +394,10 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
                 f"letter-frequency rule (TVD {rule_tvd:.3f}) by {REGBENCH_MARGIN}"
             )
         else:
-            verdict, why = _regbench_order(models, by_src)
+            verdict, why, cells = _regbench_order(models, by_src)
         rows.append({"claim": "RegBench TVD: LIDAS < looped < dense", "source":
                      "0.119 < 0.125 < 0.137", "zoo": zoo, "verdict": verdict,
-                     "decided_by": why, "families": list(fams.index)})  # fmt: skip
+                     "decided_by": why, "families": list(fams.index), **cells})  # fmt: skip
     if "flops_vs_dense" in fams:
         for lidas in by_src.get("lidas", []):
             saving = 1 - float(fams.loc[lidas, "flops_vs_dense"])
@@ -385,13 +408,15 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
     return pd.DataFrame(_mark_pending(rows + secondary, getattr(rep, "pending", [])))
 
 
-def _regbench_order(models: pd.DataFrame, by_src: dict[str, list[str]]) -> tuple[str, str]:
+def _regbench_order(models: pd.DataFrame, by_src: dict[str, list[str]]) -> tuple[str, str, dict]:
     """The source's order LIDAS < looped < dense as pairwise claims on the clean TVD over
-    seeds (each LIDAS family below each looped and the dense one, each looped below dense),
-    each by the exact permutation test, Holm over the pairs (docs/replication.md, amendment
-    of 2026-12-05): "agree" when every pair lies in the source's direction at Holm p <= 0.05,
-    "disagree" otherwise (naming the pairs that do not), "untestable here" when a kind is
-    missing or the seeds allow no Holm-adjusted p below 0.05."""
+    seeds (each LIDAS family below each looped and the dense one, each looped below dense;
+    docs/replication.md, amendments of 2026-12-05 and "every row from an interval"). Each
+    pair's difference (lower minus higher family) is read on the permutation-inverted
+    interval at 0.05 / pairs against the source's own difference for that pair: the claim
+    *agrees* when every pair does, *disagrees* when a pair's interval excludes the source's
+    difference, else it is *inconclusive*; *untestable here* when a kind is missing or the
+    seeds allow no p below 0.05 / pairs. The cells are those of the pair that decides."""
     dense, lidas, looped = (
         by_src.get("dense", []),
         by_src.get("lidas", []),
@@ -404,25 +429,34 @@ def _regbench_order(models: pd.DataFrame, by_src: dict[str, list[str]]) -> tuple
     missing = [f for f in dense + lidas + looped if tvd.get(f) is None or tvd[f].empty]
     if missing or not (dense and lidas and looped):
         what = ", ".join(missing) or "a dense, a LIDAS and a looped family"
-        return "untestable here", f"the order needs every kind measured; missing: {what}"
-    floors = holm([min_perm_p(len(tvd[lo]), len(tvd[hi])) for lo, hi in pairs])
-    if max(floors) > ALPHA:
-        return "untestable here", (
-            f"the seeds allow no Holm-adjusted p below {max(floors):.2g} over {len(pairs)} pairs"
-        )
-    tests = [seed_test(tvd[lo].tolist(), tvd[hi].tolist()) for lo, hi in pairs]
-    adjusted = holm([t.p_perm for t in tests])
-    held = [t.diff < 0 and q <= ALPHA for t, q in zip(tests, adjusted, strict=True)]
-    cells = [
-        f"{lo} - {hi} {t.diff:+.3f} (Holm p {q:.2g})"
-        for (lo, hi), t, q, ok in zip(pairs, tests, adjusted, held, strict=True)
-        if not ok
+        return "untestable here", f"the order needs every kind measured; missing: {what}", {}
+    kind = {f: k for k, fams in by_src.items() for f in fams}
+    src = SOURCE["tvd"]
+    readings = [
+        read_shift(tvd[hi], tvd[lo], src[kind[lo]] - src[kind[hi]], m=len(pairs))
+        for lo, hi in pairs
     ]
-    if all(held):
-        return "agree", f"all {len(pairs)} pairs lower in the source's order at Holm p <= 0.05"
-    return "disagree", (
-        f"{len(cells)} of {len(pairs)} pairs not lower at Holm p <= 0.05: " + "; ".join(cells)
+    if not all(r.testable for r in readings):
+        floor = max(r.floor for r in readings)
+        return "untestable here", (
+            f"the seeds allow no p below {floor:.2g}, over {len(pairs)} pairs "
+            f"(0.05/{len(pairs)} = {ALPHA / len(pairs):.2g})"
+        ), {}  # fmt: skip
+    words = [r.word for r in readings]
+    verdict = next((w for w in ("disagree", "inconclusive") if w in words), "agree")
+    decider = words.index(verdict)
+    if verdict == "agree":  # the pair closest to holding nothing: the highest upper end
+        decider = int(np.argmax([r.ci_adj[1] for r in readings]))
+    parts = [
+        f"{lo} - {hi} {r.diff:+.3f} {fmt_ci(r.ci_adj)} (source {r.source:+.3f}): {r.word}"
+        for (lo, hi), r in zip(pairs, readings, strict=True)
+    ]
+    lo, hi = pairs[decider]
+    why = (
+        f"{words.count(verdict)} of {len(pairs)} pairs {verdict}, adjusted intervals "
+        f"(0.05/{len(pairs)}): " + "; ".join(parts) + f"; cells: {lo} - {hi}"
     )
+    return verdict, why, difference_cells(readings[decider])
 
 
 def _mark_pending(rows: list[dict], pending: list[str]) -> list[dict]:
@@ -441,6 +475,8 @@ def _mark_pending(rows: list[dict], pending: list[str]) -> list[dict]:
 
 
 SECONDARY = "on the seeds that pass"
+#: The growth-timing row's source cell: no published claim, a declared effect of interest.
+TIMING_SOURCE = "not claimed; effect of interest: m = 2 against chance"
 
 
 def _is(value, expected: bool) -> bool:
@@ -508,19 +544,56 @@ def _timing_reasons(gates: pd.DataFrame, a: str, b: str) -> list[str]:
     return reasons
 
 
-def _m_test(ma: pd.Series, mb: pd.Series, seeds: str = "seeds") -> tuple[str, str]:
-    """The growth-timing question's test on ``m`` over seeds: "measured" with the exact
-    permutation p, or "untestable here" when the seeds allow no p below 0.05."""
-    floor = min_perm_p(len(ma), len(mb))
-    if floor > ALPHA:
-        return "untestable here", (
-            f"{len(ma)} and {len(mb)} {seeds} allow no permutation p below {floor:.2g}"
+def _chance_of(gates: pd.DataFrame, names) -> pd.Series:
+    """Each model's chance ``m`` (:func:`~induction.replication.lineage_claim.chance_ancestors`),
+    NaN where the gate table has none."""
+    if "chance_ancestors" not in gates:
+        return pd.Series(math.nan, index=list(names), dtype=float)
+    return gates.set_index("model").loc[list(names), "chance_ancestors"].astype(float)
+
+
+def _read_lineage(ms: pd.Series, gates: pd.DataFrame, fewest, seeds: str = "seeds"):
+    """The source's lineage claim on one grown family's ``m`` (indexed by model) against its
+    chance level: ``(word, why, cells, zoo)`` (:mod:`induction.replication.lineage_claim`)."""
+    src = SOURCE["lineage"]["ancestors"]
+    ms = ms.astype(float)
+    chance = _chance_of(gates, ms.index)
+    listed = ", ".join(f"{v:.0f}" for v in ms)
+    zoo = f"m = {ms.mean():.1f} over {len(ms)} {seeds} ({listed})"
+    if chance.isna().any():
+        return "untestable here", "no duplication log to draw the chance level from", {}, zoo
+    c = float(chance.mean())
+    zoo += f"; chance {c:.1f}" + ("" if fewest is None else f", fewest possible {fewest:.0f}")
+    reading = read_gap(ms.to_numpy() - chance.to_numpy(), source=src - c)
+    if not reading.testable:
+        why = f"{len(ms)} {seeds} allow no sign-flip p below {reading.floor:.2g}"
+    else:
+        why = (
+            f"m - chance over {len(ms)} {seeds}, sign-flip interval "
+            f"{fmt_ci(reading.ci_adj, digits=2)} against the source's {src - c:+.2f}"
         )
-    t = seed_test(ma.tolist(), mb.tolist())
-    return "measured", (
-        f"difference {t.diff:+.1f} ancestors over {len(ma)} and {len(mb)} {seeds}, "
-        f"permutation p {t.p_perm:.2g} (smallest possible {floor:.2g})"
-    )
+    return reading.word, why, difference_cells(reading, digits=2), zoo
+
+
+def _read_timing(ma: pd.Series, mb: pd.Series, gates: pd.DataFrame, seeds: str = "seeds"):
+    """The growth-timing question, ``m`` of the heads-first arm minus the growth-first arm's,
+    against its declared effect of interest: the source's 2 against the growth-first arm's
+    chance level. ``(word, why, cells)``."""
+    src = SOURCE["lineage"]["ancestors"]
+    chance = _chance_of(gates, mb.index)
+    if chance.isna().any():
+        return "untestable here", "no duplication log to draw the chance level from", {}
+    effect = src - float(chance.mean())
+    reading = read_shift(mb.astype(float), ma.astype(float), source=effect)
+    if not reading.testable:
+        why = f"{len(ma)} and {len(mb)} {seeds} allow no permutation p below {reading.floor:.2g}"
+    else:
+        why = (
+            f"difference {reading.diff:+.1f} ancestors over {len(ma)} and {len(mb)} {seeds}, "
+            f"interval {fmt_ci(reading.ci_adj, digits=2)} against the effect of interest "
+            f"{effect:+.2f} (the source's 2 against chance)"
+        )
+    return reading.word, why, difference_cells(reading, digits=2)
 
 
 def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> list[dict]:
@@ -628,11 +701,10 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
             row |= {"zoo": f"fewest possible {fewest:.0f}", "verdict": "untestable here",
                     "decided_by": why}  # fmt: skip
         else:
-            m = models.loc[kept, "src_ancestors"].astype(float)
-            verdict = "agree" if m.mean() <= src["ancestors"] + 0.5 else "disagree"
-            row |= {"zoo": f"m = {m.mean():.1f} over {len(kept)} seeds ("
-                    + ", ".join(f"{v:.0f}" for v in m) + ")", "verdict": verdict,
-                    "decided_by": f"heads formed before growth in these seeds; {left}"}  # fmt: skip
+            verdict, why, cells, zoo = _read_lineage(models.loc[kept, "src_ancestors"], gates,
+                                                     fewest)  # fmt: skip
+            why = f"heads formed before growth in these seeds; {why}; {left}"
+            row |= {"zoo": zoo, "verdict": verdict, "decided_by": why, **cells}
         rows.append(row)
 
     for a, b in arms:
@@ -643,7 +715,7 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         kept_b = [m for m in _passing(gates, b, base) if _is(late[m], False)]
         left = _left_out(gates, [a, b], kept_a + kept_b)
         row = {"claim": f"lineage more concentrated when heads form before growth, {SECONDARY}",
-               "source": "not claimed (no published test)", "families": [a, b]}  # fmt: skip
+               "source": TIMING_SOURCE, "families": [a, b]}  # fmt: skip
         rows.append(row)
         if not kept_a or not kept_b:
             row |= {"zoo": f"{len(kept_a)} and {len(kept_b)} seeds pass",
@@ -654,8 +726,8 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         mb = models.loc[kept_b, "src_ancestors"].astype(float)
         row["zoo"] = (f"m: {a} {ma.mean():.1f} ({len(ma)} seeds) vs {b} {mb.mean():.1f} "
                       f"({len(mb)} seeds)")  # fmt: skip
-        verdict, why = _m_test(ma, mb, seeds="passing seeds")
-        row |= {"verdict": verdict, "decided_by": f"{why}; {left}"}
+        verdict, why, cells = _read_timing(ma, mb, gates, seeds="passing seeds")
+        row |= {"verdict": verdict, "decided_by": f"{why}; {left}", **cells}
     return rows
 
 
@@ -671,20 +743,21 @@ def _growth_timing(models: pd.DataFrame, gates: pd.DataFrame, grown: list[str]) 
         return []
     rows = []
     for a, b in timing_arms(models, grown):
-        ma = models.loc[models["family"] == a, "src_ancestors"].astype(float)
-        mb = models.loc[models["family"] == b, "src_ancestors"].astype(float)
+        ma = models[models["family"] == a].set_index("model")["src_ancestors"].astype(float)
+        mb = models[models["family"] == b].set_index("model")["src_ancestors"].astype(float)
         zoo = (
             f"m: {a} (heads before growth) {ma.mean():.1f} vs {b} (growth before heads) "
             f"{mb.mean():.1f}"
         )
         reasons = _timing_reasons(gates, a, b)
+        cells: dict = {}
         if reasons:
             verdict, why = "untestable here", "; ".join(reasons)
         else:
-            verdict, why = _m_test(ma, mb)
+            verdict, why, cells = _read_timing(ma, mb, gates)
         rows.append({"claim": "lineage more concentrated when heads form before growth",
-                     "source": "not claimed (no published test)", "zoo": zoo,
-                     "verdict": verdict, "decided_by": why, "families": [a, b]})  # fmt: skip
+                     "source": TIMING_SOURCE, "zoo": zoo, "verdict": verdict,
+                     "decided_by": why, "families": [a, b], **cells})  # fmt: skip
     return rows
 
 
@@ -754,6 +827,9 @@ def claims_markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+#: The words read from an interval (:func:`induction.replication.intervals.word`).
+WORDS_READ = ("agree", "disagree", "inconclusive")
+
 #: README's short names of the claims without intervals (:func:`verdict_markdown`).
 SHORT_CLAIMS = {
     "10 of the 12 strongest heads from 2 ancestors": "10 of 12 heads from 2 ancestors",
@@ -765,7 +841,8 @@ SHORT_CLAIMS = {
 def verdict_markdown(table: pd.DataFrame) -> str:
     """README's short verdict table: one row per drop claim (all seeds; on the seeds that
     pass), its word, the difference with its Holm-adjusted interval, the ratio, the
-    detectable difference and the power; the other claims' words in one line below."""
+    detectable difference and the power; the other claims' words in one line below, each
+    read one with its difference and adjusted interval (the rest: docs/results.md)."""
     import re
 
     lines = [
@@ -781,7 +858,10 @@ def verdict_markdown(table: pd.DataFrame) -> str:
                 claim = r["claim"]
                 for long, short in SHORT_CLAIMS.items():
                     claim = claim.replace(long, short)
-                others.append(f"{claim}: **{r['verdict']}**")
+                read = ""
+                if r["verdict"] in WORDS_READ and _cell(r, "difference") != "–":
+                    read = f" ({r['difference']} {_cell(r, 'interval').split('adjusted ')[-1]})"
+                others.append(f"{claim}: **{r['verdict']}**{read}")
             continue
         seeds = "passing" if r["claim"].endswith(SECONDARY) else "all"
         adjusted = _cell(r, "interval").split("adjusted ")[-1]
@@ -792,6 +872,7 @@ def verdict_markdown(table: pd.DataFrame) -> str:
 
 
 __all__ = [
+    "with_chance",
     "claims",
     "claims_markdown",
     "gate_markdown",

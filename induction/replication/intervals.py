@@ -7,8 +7,11 @@ is Holm's first step (Bonferroni), so the adjusted intervals hold simultaneously
 - :func:`word`: *agree* (the interval excludes the null in the source's direction),
   *disagree* (it excludes the source's effect), *inconclusive* (it holds both);
   *untestable here* is decided before, by a gate or the design.
-- :func:`read_claim`: all of it for one claim, on the difference and the ratio scale;
+- :func:`read_claim`: all of it for one drop claim, on the difference and the ratio scale;
   :func:`drop_cells`: its cells in the verdict table.
+- :func:`read_shift` (two arms) and :func:`read_gap` (one arm against a fixed level): the
+  other claims, on a difference scale alone (docs/replication.md, "Amendment: every row from
+  an interval"); :func:`difference_cells`: their cells.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ from induction.errors import InputError
 from induction.stats import (
     detectable_difference,
     finite_arms,
+    mean_interval,
+    min_perm_p,
+    min_sign_flip_p,
+    one_sample_detectable,
+    one_sample_power,
     pooled_sd,
     power_for,
     ratio_interval,
@@ -127,6 +135,108 @@ def read_claim(
     )
 
 
+@dataclass(frozen=True)
+class DifferenceReading:
+    """A claim read on one difference scale, its null at 0: ``diff`` with its interval at
+    ``1 - alpha`` (``ci``) and at ``1 - alpha / m`` (``ci_adj``), the difference detectable
+    at 80% power and the power for ``source`` (the source's effect, or the declared effect of
+    interest) at both levels, and ``floor``, the smallest p the seeds allow."""
+
+    n: tuple[int, ...]
+    diff: float
+    ci: tuple[float, float]
+    ci_adj: tuple[float, float]
+    source: float
+    sd: float
+    mdd: float
+    mdd_adj: float
+    power: float
+    power_adj: float
+    floor: float
+    m: int = 1
+    alpha: float = 0.05
+
+    @property
+    def testable(self) -> bool:
+        """The seeds allow a p at or below ``alpha / m`` (the seeds rule, R4 and A5)."""
+        return self.floor <= self.alpha / self.m
+
+    @property
+    def word(self) -> str:
+        """:func:`word` on the adjusted interval, or *untestable here* by the seeds rule."""
+        return word(self.ci_adj, 0.0, self.source) if self.testable else "untestable here"
+
+
+def read_shift(
+    a: ArrayLike, b: ArrayLike, source: float, m: int = 1, alpha: float = 0.05
+) -> DifferenceReading:
+    """``mean(b) - mean(a)`` over seeds, unpaired: the exact permutation test inverted
+    (:func:`~induction.stats.shift_interval`) and the two-sample t-test's power."""
+    a, b = finite_arms(a, b)
+    ci, ci_adj = shift_interval(a, b, (alpha, alpha / m))
+    sd = pooled_sd(a, b)
+    return DifferenceReading(
+        n=(len(a), len(b)),
+        diff=float(b.mean() - a.mean()),
+        ci=ci,
+        ci_adj=ci_adj,
+        source=source,
+        sd=sd,
+        mdd=detectable_difference(len(a), len(b), sd, alpha),
+        mdd_adj=detectable_difference(len(a), len(b), sd, alpha / m),
+        power=power_for(source, len(a), len(b), sd, alpha),
+        power_adj=power_for(source, len(a), len(b), sd, alpha / m),
+        floor=min_perm_p(len(a), len(b)),
+        m=m,
+        alpha=alpha,
+    )
+
+
+def read_gap(gaps: ArrayLike, source: float, m: int = 1, alpha: float = 0.05) -> DifferenceReading:
+    """The mean of one value per seed, each a seed's gap to a fixed level (its own chance):
+    the one-sample sign-flip test inverted (:func:`~induction.stats.mean_interval`) and the
+    one-sample t-test's power."""
+    x = np.asarray(gaps, dtype=float)
+    if len(x) < 1 or not np.isfinite(x).all():
+        raise InputError("an interval needs at least one finite value")
+    ci, ci_adj = mean_interval(x, (alpha, alpha / m))
+    sd = float(x.std(ddof=1)) if len(x) > 1 else math.nan
+    return DifferenceReading(
+        n=(len(x),),
+        diff=float(x.mean()),
+        ci=ci,
+        ci_adj=ci_adj,
+        source=source,
+        sd=sd,
+        mdd=one_sample_detectable(len(x), sd, alpha),
+        mdd_adj=one_sample_detectable(len(x), sd, alpha / m),
+        power=one_sample_power(source, len(x), sd, alpha),
+        power_adj=one_sample_power(source, len(x), sd, alpha / m),
+        floor=min_sign_flip_p(len(x)),
+        m=m,
+        alpha=alpha,
+    )
+
+
+def difference_cells(reading: DifferenceReading, digits: int = 3) -> dict[str, str]:
+    """The verdict table's interval cells of a claim read on a difference scale alone (no
+    ratio, no random-head excess)."""
+
+    def f(x: float) -> str:
+        return "–" if x != x else f"{x:.2f}"
+
+    return {
+        "difference": f"{reading.diff:+.{digits}f}",
+        "interval": f"{fmt_ci(reading.ci, digits=digits)}, adjusted "
+        f"{fmt_ci(reading.ci_adj, digits=digits)}",
+        "ratio": "–",
+        "detectable": f"{f(reading.mdd)} ({f(reading.mdd_adj)})",
+        "power": f"{f(reading.power)} ({f(reading.power_adj)})",
+        "excess_uniform": "–",
+        "excess_shaped": "–",
+    }
+
+
 def fmt_ci(ci: tuple[float, float], signed: bool = True, digits: int = 3) -> str:
     """``[-0.046, +0.198]``; ``±inf`` ends as such."""
 
@@ -194,8 +304,12 @@ def drop_cells(models, a: list[str], b: list[str], readout: str | None, source_f
 
 __all__ = [
     "ClaimReading",
+    "DifferenceReading",
+    "difference_cells",
     "drop_cells",
     "fmt_ci",
     "read_claim",
+    "read_gap",
+    "read_shift",
     "word",
 ]

@@ -46,6 +46,19 @@ class Replication:
         self.claims = claims(self, self.gates, rule)
         return self
 
+    def reread_claims(self) -> Replication:
+        """The verdict per claim read again from the stored gate table by the current rules
+        (``--from-results``): the gates are measurements, the claims their reading, so an
+        amendment to the reading (docs/replication.md) applies to every stored record."""
+        from .gates import claims, regbench_rule_tvd, with_chance
+
+        if self.gates.empty:
+            return self
+        self.gates = with_chance(self.gates, self.specs)
+        rule = regbench_rule_tvd(self.settings) if self.settings.regbench else None
+        self.claims = claims(self, self.gates, rule)
+        return self
+
     @classmethod
     def from_models(cls, models: pd.DataFrame, settings: Settings, **kw) -> Replication:
         """Everything derived from the per-model rows (what ``--from-results`` recomputes)."""

@@ -99,7 +99,8 @@ def record_settings(out_dir: str | Path, fallback: Settings | None = None) -> Se
 
 def load_results(out_dir: str | Path = DEFAULT_OUT) -> Replication | None:
     """The last written replication (``replication.json``), or None. Family rows and the
-    tests across seeds are recomputed from the per-model rows."""
+    tests across seeds are recomputed from the per-model rows, and the verdict per claim
+    from the stored gate table (:meth:`Replication.reread_claims`)."""
     path = Path(out_dir) / "replication.json"
     if not path.is_file():
         return None
@@ -125,7 +126,7 @@ def load_results(out_dir: str | Path = DEFAULT_OUT) -> Replication | None:
             gates=pd.DataFrame(data.get("gates") or []),
             claims=pd.DataFrame(data.get("claims") or []),
             pending=list(data.get("pending") or []),
-        )
+        ).reread_claims()
     except (KeyError, TypeError, ValueError, AttributeError, pd.errors.ParserError) as e:
         raise InputError(
             f"{path} (or replication_tasks.csv beside it) is damaged ({one_line(e, 120)}); "
@@ -246,7 +247,12 @@ WORDS = (
     "holds both, *untestable here* when a gate or the design rules the test out; read on the "
     "difference and the ratio of mean drops, a word stands where both scales give it, else "
     "*inconclusive*. Detectable difference and power: two-sample t (noncentral), at 0.05 "
-    "and, in brackets, 0.05/m."
+    "and, in brackets, 0.05/m. The other rows are read the same way on one difference "
+    "(docs/replication.md, A11): the lineage claim on each seed's m minus its chance level "
+    "(12 random heads; sign-flip interval, one-sample t; source: 2 minus chance), the "
+    "growth-timing question on the arms' difference in m (effect of interest: 2 against "
+    "chance), RegBench on each pair's TVD difference at 0.05/pairs against the source's "
+    "(the cells: the pair that decides)."
 )
 
 

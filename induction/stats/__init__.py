@@ -7,8 +7,10 @@
 - :mod:`.multiple`: Holm's step-down adjustment (:func:`holm`; no scipy function).
 - :mod:`.bootstrap`: percentile bootstrap of a mean paired difference (hand-written: scipy's
   ends differ in the last digits, see the module).
-- :mod:`.intervals`: the permutation test inverted into shift and ratio intervals.
-- :mod:`.power`: the two-sample t-test's power and detectable difference (``scipy.stats.nct``).
+- :mod:`.intervals`: the permutation test inverted into shift and ratio intervals, and the
+  one-sample sign-flip test into an interval of a mean.
+- :mod:`.power`: the t-test's power and detectable difference, two samples and one
+  (``scipy.stats.nct``).
 
 Domain reductions stay with their jobs: ``ablation.stats`` (drop in excess of the controls,
 family comparison), ``induction.replication.stats`` (tables), ``induction.replication.intervals``
@@ -18,7 +20,13 @@ family comparison), ``induction.replication.stats`` (tables), ``induction.replic
 from __future__ import annotations
 
 from .bootstrap import bootstrap_ci, bootstrap_ci_by_seed
-from .intervals import finite_arms, ratio_interval, shift_interval
+from .intervals import (
+    finite_arms,
+    mean_interval,
+    min_sign_flip_p,
+    ratio_interval,
+    shift_interval,
+)
 from .multiple import holm
 from .permutation import (
     MAX_EXACT_RELABELINGS,
@@ -28,7 +36,14 @@ from .permutation import (
     pooled_rank_p,
     seed_test,
 )
-from .power import POWER, detectable_difference, pooled_sd, power_for
+from .power import (
+    POWER,
+    detectable_difference,
+    one_sample_detectable,
+    one_sample_power,
+    pooled_sd,
+    power_for,
+)
 from .spread import CI_LEVEL, Spread, sample_std, spread, t_quantile
 
 __all__ = [
@@ -42,6 +57,10 @@ __all__ = [
     "detectable_difference",
     "finite_arms",
     "holm",
+    "mean_interval",
+    "min_sign_flip_p",
+    "one_sample_detectable",
+    "one_sample_power",
     "min_perm_p",
     "permutation_p",
     "pooled_rank_p",

@@ -8,6 +8,8 @@ Ernst 2004, "Permutation methods: a basis for exact inference", Statist. Sci. 19
   only where two statistics cross, and every crossing and every gap between crossings is
   tested. ``alpha / m`` over ``m`` claims is Holm's first step (Bonferroni): the adjusted
   intervals hold simultaneously.
+- :func:`mean_interval`: the one-sample sign-flip test inverted the same way, for one value
+  per seed against a fixed level (a lineage's ancestors against chance).
 
 Written by hand: scipy inverts no permutation test (``scipy.stats.permutation_test`` gives one
 ``p`` per call, and an interval needs ``p`` at every crossing).
@@ -58,7 +60,14 @@ def _invert(v: np.ndarray, w: np.ndarray, k: int, alphas: Sequence[float]) -> li
     n = len(v)
     rows = _splits(n, k)
     wa = np.where(rows, 1.0 / k, -1.0 / (n - k))  # mean(second) - mean(first) as weights
-    a_s, b_s = wa @ v, wa @ w  # each split's statistic is a_s + theta * b_s
+    return _invert_lines(wa @ v, wa @ w, alphas)
+
+
+def _invert_lines(a_s: np.ndarray, b_s: np.ndarray, alphas: Sequence[float]) -> list[tuple]:
+    """The inversion itself: relabelling ``s`` (row 0 the observed one) has the statistic
+    ``a_s + theta * b_s``, and ``p(theta)`` is the share of relabellings whose absolute
+    statistic reaches the observed one. ``p`` changes only where two of these lines cross
+    (or mirror), so every crossing and every gap between two is tested."""
     a0, b0 = a_s[0], b_s[0]
     with np.errstate(divide="ignore", invalid="ignore"):
         cross = np.concatenate([-(a_s - a0) / (b_s - b0), -(a_s + a0) / (b_s + b0)])
@@ -70,7 +79,7 @@ def _invert(v: np.ndarray, w: np.ndarray, k: int, alphas: Sequence[float]) -> li
         [cross, (cross[:-1] + cross[1:]) / 2, [cross[0] - span, cross[-1] + span]]
     )
     p = np.empty(len(points))
-    for i in range(0, len(points), 256):  # chunks keep memory at 256 x splits
+    for i in range(0, len(points), 256):  # chunks keep memory at 256 x relabellings
         th = points[i : i + 256, None]
         stat = np.abs(a_s[None, :] + th * b_s[None, :])
         obs = np.abs(a0 + th * b0)
@@ -85,6 +94,24 @@ def _invert(v: np.ndarray, w: np.ndarray, k: int, alphas: Sequence[float]) -> li
         hi = math.inf if ok.max() > cross[-1] else float(ok.max())
         out.append((lo, hi))
     return out
+
+
+def _signs(n: int, seed: int = 0) -> np.ndarray:
+    """``(patterns, n)`` of +-1: every sign pattern up to :data:`MAX_EXACT_SPLITS`, else a
+    seeded sample; row 0 is the observed one (all +1)."""
+    if 2**n <= MAX_EXACT_SPLITS:
+        bits = (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
+        return 1.0 - 2.0 * bits  # row 0: no bit set, all +1
+    rng = np.random.default_rng(seed)
+    rows = rng.choice([-1.0, 1.0], size=(SAMPLED_SPLITS + 1, n))
+    rows[0] = 1.0
+    return rows
+
+
+def min_sign_flip_p(n: int) -> float:
+    """The smallest two-sided p of the one-sample sign-flip test over ``n`` values: the
+    observed pattern and its mirror image among all ``2**n``."""
+    return min(1.0, 2.0 / 2**n)
 
 
 def finite_arms(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -106,6 +133,21 @@ def shift_interval(
     v = np.concatenate([a, b])
     w = np.r_[np.zeros(len(a)), -np.ones(len(b))]
     return _invert(v, w, len(b), alphas)
+
+
+def mean_interval(x: ArrayLike, alphas: Sequence[float] = (0.05,)) -> list[tuple[float, float]]:
+    """``(lo, hi)`` of ``mean(x)`` for each level ``1 - alpha``: every ``theta`` for which the
+    one-sample sign-flip test (Fisher 1935; Ernst 2004, section 2) does not reject that the
+    values ``x - theta`` are symmetric about 0 (unbounded where ``n`` values allow no
+    ``p <= alpha``, see :func:`min_sign_flip_p`). One value per seed, e.g. a seed's gap to a
+    fixed chance level."""
+    x = np.asarray(x, dtype=float)
+    if len(x) < 1 or not np.isfinite(x).all():
+        raise InputError("an interval needs at least one finite value")
+    signs = _signs(len(x))
+    n = len(x)
+    # pattern s: mean(s * (x - theta)) = (s . x) / n - theta * sum(s) / n
+    return _invert_lines(signs @ x / n, -signs.sum(1) / n, alphas)
 
 
 def ratio_interval(

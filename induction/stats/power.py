@@ -1,7 +1,8 @@
-"""Power of the two-sided two-sample t-test, and the difference it detects (Cohen 1988,
-"Statistical Power Analysis for the Behavioral Sciences", ch. 2): the noncentral t from
-``scipy.stats.nct`` with the pooled sd and ``n_a + n_b - 2`` degrees of freedom, solved for the
-effect by ``scipy.optimize.brentq``.
+"""Power of the two-sided t-test, and the difference it detects (Cohen 1988, "Statistical
+Power Analysis for the Behavioral Sciences", ch. 2): the noncentral t from ``scipy.stats.nct``,
+solved for the effect by ``scipy.optimize.brentq``. Two samples: the pooled sd and
+``n_a + n_b - 2`` degrees of freedom; one sample (:func:`one_sample_power`): the sample's sd
+and ``n - 1``.
 """
 
 from __future__ import annotations
@@ -25,15 +26,10 @@ def pooled_sd(a: ArrayLike, b: ArrayLike) -> float:
     return float(math.sqrt(ss / df))
 
 
-def power_for(effect: float, n_a: int, n_b: int, sd: float, alpha: float = 0.05) -> float:
-    """Power of the two-sided two-sample t-test at ``alpha`` to detect ``effect`` with
-    ``n_a`` and ``n_b`` seeds of spread ``sd`` (noncentral t, ``n_a + n_b - 2`` df)."""
+def _power(effect: float, se: float, df: int, alpha: float) -> float:
+    """Power of a two-sided t-test at ``alpha`` whose statistic has standard error ``se``."""
     from scipy import stats
 
-    df = n_a + n_b - 2
-    if df < 1 or not sd > _MIN_SD:
-        return math.nan
-    se = sd * math.sqrt(1 / n_a + 1 / n_b)
     crit = stats.t.ppf(1 - alpha / 2, df)
     nc = abs(effect) / se
     if nc > 40:  # beyond scipy's noncentral t, and the power is 1 to 1e-12
@@ -44,18 +40,46 @@ def power_for(effect: float, n_a: int, n_b: int, sd: float, alpha: float = 0.05)
     return power
 
 
+def _detectable(se: float, df: int, alpha: float, power: float) -> float:
+    """The effect :func:`_power` reaches ``power`` at."""
+    from scipy import optimize, stats
+
+    top = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df) + 2) * se
+    # (scipy's annotations include the full_output=True tuple)
+    root = optimize.brentq(lambda e: _power(e, se, df, alpha) - power, 0, top)
+    return float(root)  # pyright: ignore[reportArgumentType]
+
+
+def power_for(effect: float, n_a: int, n_b: int, sd: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided two-sample t-test at ``alpha`` to detect ``effect`` with
+    ``n_a`` and ``n_b`` seeds of spread ``sd`` (noncentral t, ``n_a + n_b - 2`` df)."""
+    df = n_a + n_b - 2
+    if df < 1 or not sd > _MIN_SD:
+        return math.nan
+    return _power(effect, sd * math.sqrt(1 / n_a + 1 / n_b), df, alpha)
+
+
 def detectable_difference(
     n_a: int, n_b: int, sd: float, alpha: float = 0.05, power: float = POWER
 ) -> float:
     """The smallest difference the two-sided t-test at ``alpha`` detects with ``power``
     (:func:`power_for` solved for the effect)."""
-    from scipy import optimize, stats
-
     df = n_a + n_b - 2
     if df < 1 or not sd > _MIN_SD:
         return math.nan
-    se = sd * math.sqrt(1 / n_a + 1 / n_b)
-    top = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df) + 2) * se
-    # (scipy's annotations include the full_output=True tuple)
-    root = optimize.brentq(lambda e: power_for(e, n_a, n_b, sd, alpha) - power, 0, top)
-    return float(root)  # pyright: ignore[reportArgumentType]
+    return _detectable(sd * math.sqrt(1 / n_a + 1 / n_b), df, alpha, power)
+
+
+def one_sample_power(effect: float, n: int, sd: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided one-sample t-test at ``alpha`` to detect a mean ``effect`` away
+    from the null with ``n`` seeds of spread ``sd`` (``n - 1`` df)."""
+    if n < 2 or not sd > _MIN_SD:
+        return math.nan
+    return _power(effect, sd / math.sqrt(n), n - 1, alpha)
+
+
+def one_sample_detectable(n: int, sd: float, alpha: float = 0.05, power: float = POWER) -> float:
+    """The smallest mean shift the one-sample t-test at ``alpha`` detects with ``power``."""
+    if n < 2 or not sd > _MIN_SD:
+        return math.nan
+    return _detectable(sd / math.sqrt(n), n - 1, alpha, power)

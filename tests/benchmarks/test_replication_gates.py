@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -60,13 +61,18 @@ class _Rep:
         )  # fmt: skip
 
 
+#: The chance level of m for 12 random heads of an 8-layer model grown from 4 by copying one
+#: layer four times (:func:`induction.replication.lineage_claim.chance_ancestors`).
+CHANCE = 7.8
+
+
 def _gates(testable: dict, seeds: int = 5, cand_acc: bool = True) -> pd.DataFrame:
     rows = []
     for fam, ok in testable.items():
         for seed in range(seeds):
             rows.append({"model": f"{fam}-s{seed}", "family": fam, "heads": ok,
                          "in_context": True, "above_chance": True, "saturated": False,
-                         "testable": ok, "heads_before_growth": True,
+                         "testable": ok, "heads_before_growth": True, "chance_ancestors": CHANCE,
                          "pass_cand_acc": cand_acc, "testable_cand_acc": ok and cand_acc,
                          "pass_logprob": True, "testable_logprob": ok})  # fmt: skip
     return pd.DataFrame(rows)
@@ -80,7 +86,8 @@ def test_claims_read_only_gated_comparisons(gates_mod):
     row = ok.loc[claim]
     assert row["verdict"] == "agree" and row["zoo"].startswith("cand_acc:")
     assert "all gates pass on cand_acc" in row["decided_by"]
-    assert "ancestors" in ok.index[1] and ok.iloc[1]["verdict"] == "agree"
+    assert "ancestors" in ok.index[1] and ok.iloc[1]["verdict"] == "untestable here"
+    assert "5 seeds allow no sign-flip p below 0.062" in ok.iloc[1]["decided_by"]
     against = gates.claims(_Rep({"dense12": 0.15, "lidas12": 0.05}, p=0.01),
                            _gates({"dense12": True, "lidas12": True}))  # fmt: skip
     assert against.iloc[0]["verdict"] == "disagree"
@@ -149,7 +156,7 @@ def _timing_case(m: dict) -> tuple:
     for fam, vs in m.items():
         for seed in range(len(vs)):
             rows.append({"model": f"{fam}-s{seed}", "family": fam, "heads": True,
-                         "saturated": False, "testable": True,
+                         "saturated": False, "testable": True, "chance_ancestors": CHANCE,
                          "heads_before_growth": fam == "grown8c"})  # fmt: skip
     return rep, pd.DataFrame(rows)
 
@@ -159,15 +166,20 @@ TIMING = "lineage more concentrated when heads form before growth"
 
 def test_growth_timing_compares_the_two_grown_arms_over_seeds(gates_mod):
     """The zoo's own question: grown8c (heads before growth) vs grown8ce (growth before heads),
-    m over seeds by the exact permutation test; untestable when a seed has no heads or the
-    seeds are too few for any p to reach 0.05."""
+    m over seeds on the permutation-inverted interval against the declared effect of interest
+    (m = 2 against chance: 2 - 7.8); untestable when a seed has no heads or the seeds are too
+    few for any p to reach 0.05."""
     gates, _ = gates_mod
     rep, g = _timing_case({"grown8c": [2, 2, 3, 2, 3], "grown8ce": [9, 10, 10, 9, 10]})
     row = gates.claims(rep, g).set_index("claim").loc[TIMING]
-    assert row["verdict"] == "measured"
+    assert row["verdict"] == "agree" and row["difference"] == "-7.20"
     assert "2.4 vs grown8ce" in row["zoo"]
     assert "-7.2 ancestors over 5 and 5 seeds" in row["decided_by"]
-    assert "permutation p 0.0079 (smallest possible 0.0079)" in row["decided_by"]  # 2/C(10,5)
+    assert "against the effect of interest -5.80" in row["decided_by"]
+    rep, g = _timing_case({"grown8c": [8, 9, 9, 8, 9], "grown8ce": [9, 10, 10, 9, 10]})
+    row = gates.claims(rep, g).set_index("claim").loc[TIMING]  # -0.8: excludes -5.8, not 0
+    assert row["verdict"] == "disagree" and row["power"] != "–"
+    rep, g = _timing_case({"grown8c": [2, 2, 3, 2, 3], "grown8ce": [9, 10, 10, 9, 10]})
     g.loc[0, "heads"] = False
     row = gates.claims(rep, g).set_index("claim").loc[TIMING]
     assert row["verdict"] == "untestable here" and "1 of 10" in row["decided_by"]
@@ -235,11 +247,12 @@ def test_secondary_lineage_reads_the_seeds_with_heads_before_growth(gates_mod):
     assert primary["verdict"] == "untestable here"
     assert "1 of 6 seeds of grown8c had no head before the first growth" in primary["decided_by"]
     timing = table.loc[f"{TIMING}, on the seeds that pass"]
-    assert timing["verdict"] == "measured" and "grown8c 2.4 (5 seeds)" in timing["zoo"]
+    assert timing["verdict"] == "agree" and "grown8c 2.4 (5 seeds)" in timing["zoo"]
     assert "left out: grown8c-s5" in timing["decided_by"]
     lineage = table.loc["10 of the 12 strongest heads from 2 ancestors (grown8c), on the seeds "
                         "that pass"]  # fmt: skip
-    assert lineage["verdict"] == "agree" and "m = 2.4 over 5 seeds" in lineage["zoo"]
+    assert lineage["verdict"] == "untestable here" and "m = 2.4 over 5 seeds" in lineage["zoo"]
+    assert "5 seeds allow no sign-flip p below 0.062" in lineage["decided_by"]
     assert not any("(grown8ce), on the seeds" in c for c in table.index)  # grown before heads
 
 
@@ -319,19 +332,25 @@ def _tvd_models(levels: dict[str, float], seeds: int = 5) -> pd.DataFrame:
 
 
 def test_regbench_order_is_read_pairwise_over_seeds(gates_mod):
-    """LIDAS < looped < dense as pairs over seeds, Holm over the pairs: agree only when every
-    pair lies in the source's direction; the reverse order disagrees and names the pairs."""
+    """LIDAS < looped < dense as pairs over seeds, each on its interval at 0.05 / pairs against
+    the source's difference for that pair: agree only when every pair does; a pair whose
+    interval excludes the source's difference disagrees; one holding 0 and it is inconclusive."""
     gates, _ = gates_mod
     kinds = {"dense": ["d"], "lidas": ["g"], "looped": ["l"]}
-    verdict, why = gates._regbench_order(_tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}), kinds)
-    assert verdict == "agree" and "all 3 pairs" in why
-    verdict, why = gates._regbench_order(_tvd_models({"g": 0.3, "l": 0.2, "d": 0.1}), kinds)
-    assert verdict == "disagree" and "3 of 3 pairs" in why and "g - d +0.200" in why
-    verdict, why = gates._regbench_order(_tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}, 1), kinds)
-    assert verdict == "untestable here" and "allow no Holm-adjusted p" in why
-    four = _tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}, 4)  # each pair p >= 2/70: Holm > 0.05
+    verdict, why, cells = gates._regbench_order(_tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}), kinds)
+    assert verdict == "agree" and "3 of 3 pairs agree" in why and cells["difference"] == "-0.100"
+    verdict, why, cells = gates._regbench_order(_tvd_models({"g": 0.3, "l": 0.2, "d": 0.1}), kinds)
+    assert verdict == "disagree" and "3 of 3 pairs disagree" in why and "g - d +0.200" in why
+    assert cells["difference"] == "+0.100"  # the first pair that disagrees: g - l
+    noisy = _tvd_models({"g": 0.137, "l": 0.137, "d": 0.137})
+    noisy["tvd_clean"] += [0.0, 0.03, -0.03, 0.02, -0.02] * 3  # every pair holds 0 and source
+    verdict, why, cells = gates._regbench_order(noisy, kinds)
+    assert verdict == "inconclusive" and "(source -0.018)" in why
+    verdict, why, _ = gates._regbench_order(_tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}, 1), kinds)
+    assert verdict == "untestable here" and "allow no p below 1" in why
+    four = _tvd_models({"g": 0.1, "l": 0.2, "d": 0.3}, 4)  # each pair p >= 2/70 > 0.05 / 3
     assert gates._regbench_order(four, kinds)[0] == "untestable here"
-    verdict, why = gates._regbench_order(four, {"dense": ["d"], "lidas": ["g"]})
+    verdict, why, _ = gates._regbench_order(four, {"dense": ["d"], "lidas": ["g"]})
     assert verdict == "untestable here" and "every kind" in why
 
 
@@ -390,3 +409,29 @@ def test_gates_read_a_models_dir_folder_not_the_zoo(gates_mod, tmp_path):
     assert gates._card(str(folder))["name"] == "grown8c-s0"
     shipped, elsewhere = gates.copied_head_gate("grown8c-s0"), gates.copied_head_gate(str(folder))
     assert (elsewhere.passed, elsewhere.detail) == (shipped.passed, shipped.detail)
+
+
+LINEAGE = "10 of the 12 strongest heads from 2 ancestors (grown8c)"
+
+
+def test_lineage_claim_reads_m_against_chance_on_its_interval(gates_mod):
+    """The source's lineage claim per grown arm: each seed's m minus the chance level (7.8),
+    on the sign-flip interval (6 seeds reach 2/64): *agree* when it lies below 0 (more
+    concentrated than random heads), *disagree* when it excludes the source's 2 - 7.8 but
+    not 0, *inconclusive* when it holds both; the row carries its interval cells."""
+    gates, _ = gates_mod
+    cases = {
+        "agree": [2, 2, 3, 2, 3, 2],
+        "disagree": [7, 8, 9, 8, 7, 8],
+        "inconclusive": [2, 9, 3, 9, 2, 9],
+    }
+    for expected, ms in cases.items():
+        rep, g = _timing_case({"grown8c": ms, "grown8ce": [9, 10, 10, 9, 10, 9]})
+        row = gates.claims(rep, g).set_index("claim").loc[LINEAGE]
+        assert row["verdict"] == expected, (expected, row["decided_by"])
+        assert "chance 7.8" in row["zoo"] and "sign-flip interval" in row["decided_by"]
+        assert row["difference"] == f"{np.mean(ms) - CHANCE:+.2f}"
+    rep, g = _timing_case({"grown8c": cases["agree"], "grown8ce": [9, 10, 10, 9, 10, 9]})
+    g["chance_ancestors"] = float("nan")  # no duplication log
+    row = gates.claims(rep, g).set_index("claim").loc[LINEAGE]
+    assert row["verdict"] == "untestable here" and "no duplication log" in row["decided_by"]

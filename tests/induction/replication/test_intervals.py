@@ -209,3 +209,46 @@ def test_round4_seed_figures_in_the_design_record():
     assert [
         round(power_for(e, 6, 6, 0.10, a), 2) for e in (0.10, 0.20) for a in (0.05 / 3, 0.05)
     ] == [0.18, 0.35, 0.71, 0.88]
+
+
+def _sign_flip_p(x: np.ndarray, theta: float) -> float:
+    """The one-sample sign-flip p by brute force over every sign pattern."""
+    import itertools
+
+    d = x - theta
+    obs = abs(d.mean())
+    stats = [abs((np.array(s) * d).mean()) for s in itertools.product([-1, 1], repeat=len(x))]
+    return float(np.mean([s >= obs - 1e-12 for s in stats]))
+
+
+def test_mean_interval_ends_are_where_the_sign_flip_test_turns():
+    """Inside the interval the brute-force sign-flip p exceeds alpha, just outside it does
+    not; 5 values cannot reach 0.05 (2/32), so their interval is unbounded."""
+    from induction.stats import mean_interval, min_sign_flip_p
+
+    x = np.array([6.0, 5.0, 7.0, 6.0, 4.0, 8.0, 6.0])
+    for alpha in (0.05, 0.1):
+        ((lo, hi),) = mean_interval(x, (alpha,))
+        assert lo < x.mean() < hi
+        for inside in (lo + 1e-6, x.mean(), hi - 1e-6):
+            assert _sign_flip_p(x, inside) > alpha
+        for outside in (lo - 1e-3, hi + 1e-3):
+            assert _sign_flip_p(x, outside) <= alpha
+    assert min_sign_flip_p(5) == 2 / 32 and mean_interval(x[:5]) == [(-math.inf, math.inf)]
+
+
+def test_one_sample_power_matches_the_t_test_it_describes():
+    """At the detectable shift the one-sample t-test has 80% power; a sample's own mean at
+    that power is rejected about 80% of the time in a seeded simulation."""
+    from scipy import stats
+
+    from induction.stats import one_sample_detectable, one_sample_power
+
+    shift = one_sample_detectable(6, 1.0)
+    assert abs(one_sample_power(shift, 6, 1.0) - 0.8) < 1e-6
+    assert one_sample_power(shift, 6, 1.0, alpha=0.01) < 0.8
+    rng = np.random.default_rng(0)
+    draws = rng.normal(shift, 1.0, size=(20_000, 6))
+    rejected = stats.ttest_1samp(draws, 0.0, axis=1).pvalue < 0.05
+    assert abs(rejected.mean() - 0.8) < 0.015
+    assert math.isnan(one_sample_power(1.0, 1, 1.0)) and math.isnan(one_sample_detectable(6, 0))
