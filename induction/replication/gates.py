@@ -559,7 +559,8 @@ def _read_lineage(ms: pd.Series, gates: pd.DataFrame, fewest, seeds: str = "seed
     ms = ms.astype(float)
     chance = _chance_of(gates, ms.index)
     listed = ", ".join(f"{v:.0f}" for v in ms)
-    zoo = f"m = {ms.mean():.1f} over {len(ms)} {seeds} ({listed})"
+    counted = seeds.removesuffix("s") if len(ms) == 1 else seeds
+    zoo = f"m = {ms.mean():.1f} over {len(ms)} {counted} ({listed})"
     if chance.isna().any():
         return "untestable here", "no duplication log to draw the chance level from", {}, zoo
     c = float(chance.mean())

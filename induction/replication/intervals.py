@@ -222,19 +222,21 @@ def difference_cells(reading: DifferenceReading, digits: int = 3) -> dict[str, s
     """The verdict table's interval cells of a claim read on a difference scale alone (no
     ratio, no random-head excess)."""
 
-    def f(x: float) -> str:
-        return "–" if x != x else f"{x:.2f}"
-
     return {
         "difference": f"{reading.diff:+.{digits}f}",
         "interval": f"{fmt_ci(reading.ci, digits=digits)}, adjusted "
         f"{fmt_ci(reading.ci_adj, digits=digits)}",
         "ratio": "–",
-        "detectable": f"{f(reading.mdd)} ({f(reading.mdd_adj)})",
-        "power": f"{f(reading.power)} ({f(reading.power_adj)})",
+        "detectable": f"{_two(reading.mdd)} ({_two(reading.mdd_adj)})",
+        "power": f"{_two(reading.power)} ({_two(reading.power_adj)})",
         "excess_uniform": "–",
         "excess_shaped": "–",
     }
+
+
+def _two(x: float) -> str:
+    """Two decimals, or a dash where the seeds give no figure (NaN)."""
+    return "–" if x != x else f"{x:.2f}"
 
 
 def fmt_ci(ci: tuple[float, float], signed: bool = True, digits: int = 3) -> str:
@@ -276,8 +278,8 @@ def drop_cells(models, a: list[str], b: list[str], readout: str | None, source_f
         "difference": f"{reading.diff:+.3f}",
         "interval": f"{fmt_ci(reading.diff_ci)}, adjusted {fmt_ci(reading.diff_ci_adj)}",
         "ratio": f"x{reading.ratio:.2f} {fmt_ci(reading.ratio_ci_adj, False, 2)}",
-        "detectable": f"{reading.mdd:.2f} ({reading.mdd_adj:.2f})",
-        "power": f"{reading.power:.2f} ({reading.power_adj:.2f})",
+        "detectable": f"{_two(reading.mdd)} ({_two(reading.mdd_adj)})",
+        "power": f"{_two(reading.power)} ({_two(reading.power_adj)})",
         "scales": ", ".join(
             f"{k} {v}{' (declared)' if k == scale else ''}" for k, v in reading.words.items()
         ),
