@@ -202,16 +202,18 @@ def build_seeds(family: str, seeds: list[int], dest: Path = MODELS, device: str 
 
 
 def _sweep_code(out: Path) -> str:
-    """``benchmarks/copied_heads.py`` on a model folder (found through ``$INDUCTION_ZOO``): for
-    the shipped zoo its sweep goes to the shipped results (where the summary reads it once the
-    series is gone), for another ``--dest`` to ``copied_heads/`` beside that folder."""
+    """``benchmarks/copied_heads.py`` on a model folder, by its path (a shipped model of the
+    same name must not stand in for it; ``$INDUCTION_ZOO`` lets the summary find the other
+    series beside it): for the shipped zoo its sweep goes to the shipped results (where the
+    summary reads it once the series is gone), for another ``--dest`` to ``copied_heads/``
+    beside that folder."""
     results = COPIED if out.parent == MODELS else out.parent.parent / "copied_heads"
     return (
         "import os, sys; "
         f"os.environ['INDUCTION_ZOO'] = {str(out.parent)!r}; "
         f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); "
         "import copied_heads; "
-        f"raise SystemExit(copied_heads.main([{out.name!r}, '--out-dir', {str(results)!r}]))"
+        f"raise SystemExit(copied_heads.main([{str(out)!r}, '--out-dir', {str(results)!r}]))"
     )
 
 

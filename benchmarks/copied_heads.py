@@ -46,13 +46,24 @@ def grown_series(sweeps: Path | None = None) -> list[str]:
     return [n for n in registry.zoo_models() if has_series(n)]
 
 
-def measure(name: str, sweeps: Path, out_dir: Path, say=print):
-    """The copied-head result of one zoo model; writes its table and figure."""
-    from induction.dynamics.dataset import drop_other_settings
-    from induction.dynamics.sweep import SweepSettings, sweep
+def model_folder(spec: str) -> tuple[str, Path]:
+    """``(name, folder)`` of a zoo model named ``spec``, or of the model folder ``spec`` is
+    (a build's own folder: a shipped model of the same name must not stand in for it)."""
     from induction.models import registry
 
-    folder = registry.zoo_path(name)
+    path = Path(spec)
+    if (path / "config.json").is_file():
+        return path.name, path
+    return spec, registry.zoo_path(spec)
+
+
+def measure(spec: str, sweeps: Path, out_dir: Path, say=print):
+    """The copied-head result of one zoo model (a name or a folder); writes its table and
+    figure."""
+    from induction.dynamics.dataset import drop_other_settings
+    from induction.dynamics.sweep import SweepSettings, sweep
+
+    name, folder = model_folder(spec)
     dataset = sweeps / name
     if (folder / "checkpoints").is_dir():
         settings = SweepSettings(scores=("induction", "previous_token", "fv"))
@@ -67,7 +78,7 @@ def measure(name: str, sweeps: Path, out_dir: Path, say=print):
             f"{name} ships no checkpoint series and {dataset} holds no sweep of it; sweep it "
             "before its checkpoints go (benchmarks/build_zoo.py does for round 4's seeds)"
         )  # else: the stored sweep is the series' record (its checkpoints were not kept)
-    result = stored(name, sweeps)
+    result = stored(name, sweeps, folder)
     result.save(out_dir / f"{name}.csv")
     note = None
     try:
@@ -77,13 +88,15 @@ def measure(name: str, sweeps: Path, out_dir: Path, say=print):
     return result, note
 
 
-def stored(name: str, sweeps: Path):
-    """The copied-head result of a series from its stored sweep (no sweeping)."""
+def stored(name: str, sweeps: Path, folder: Path | None = None):
+    """The copied-head result of a series from its stored sweep (no sweeping); ``folder``:
+    the model's, by default the zoo model of that name."""
     from induction.dynamics.copies import copied_heads_of_sweep
     from induction.models import registry
     from lineage.log import DuplicationLog
 
-    log = DuplicationLog.load(registry.zoo_path(name) / "duplication_log.json")
+    folder = folder if folder is not None else registry.zoo_path(name)
+    log = DuplicationLog.load(folder / "duplication_log.json")
     return copied_heads_of_sweep(sweeps / name, log, model=name)
 
 
@@ -132,7 +145,9 @@ def replace_block(path: Path, block: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("models", nargs="*", help="zoo models (default: every grown series)")
+    parser.add_argument(
+        "models", nargs="*", help="zoo models or model folders (default: every grown series)"
+    )
     parser.add_argument("--out-dir", type=Path, default=OUT)
     parser.add_argument(
         "--sweeps", type=Path, default=None, help="sweep datasets (default: OUT-DIR/sweeps)"
@@ -150,12 +165,12 @@ def main(argv=None) -> int:
             raise WorkbenchError(f"--details {args.details}: no such file")
         args.out_dir.mkdir(parents=True, exist_ok=True)
         results = {}
-        for name in names:
-            result, note = measure(name, sweeps, args.out_dir, say=lambda m: None)
+        for spec in names:
+            result, note = measure(spec, sweeps, args.out_dir, say=lambda m: None)
             print(result.sentence())
             if note:
                 print(f"note: {note}", file=sys.stderr)
-            results[name] = result
+            results[model_folder(spec)[0]] = result
         # the summary covers every series swept here before, not only those named now
         for name in grown_series(sweeps):
             if name not in results and (sweeps / name).is_dir():
