@@ -262,7 +262,9 @@ WORDS_SHORT = (
     "m drop claims, seeds unpaired) excludes 0 on the source's side; *disagree*: it excludes "
     "the source's effect (+0.10 and x2.25 LIDAS, +0.20 and x3.5 looped); *inconclusive*: it "
     "holds both; a word needs the difference and the ratio to give it. Detectable difference "
-    "and power: two-sample t at 0.05 (0.05/m)."
+    "and power: two-sample t at 0.05 (0.05/m). Other claims read the same way on one "
+    "difference (docs/replication.md, A11): lineage, each seed's m minus that of 12 random "
+    "heads; growth timing, the arms' difference in m; RegBench, the deciding pair's TVD."
 )
 
 
