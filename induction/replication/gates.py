@@ -32,8 +32,8 @@ from ablation.gates import VERDICT_ORDER, heads_before_growth, saturated, verdic
 from induction.stats import holm, min_perm_p, seed_test
 
 from .config import ROUND4_SCALES, SOURCE, Settings
-from .intervals import difference_cells, drop_cells, fmt_ci, read_gap, read_shift
-from .lineage_claim import chance_ancestors, descendants_per_head
+from .intervals import difference_cells, drop_cells, fmt_ci, read_shift
+from .lineage_claim import chance_ancestors, descendants_per_head, read_lineage, read_timing
 from .models import drop_claim_families, is_round4, source_family
 
 ALPHA = 0.05
@@ -368,7 +368,7 @@ def claims(rep, gates: pd.DataFrame, rule_tvd: float | None = None) -> pd.DataFr
             verdict, why = "untestable here", "; ".join(reasons)
         else:
             ms = models[models["family"] == lidas].set_index("model")["src_ancestors"]
-            verdict, why, read, zoo = _read_lineage(ms, gates, fewest)
+            verdict, why, read, zoo = read_lineage(ms, _chance_of(gates, ms.index), fewest)
             why = f"reachable and heads formed before growth; {why}"
         copied = r.get("src_copied")
         if copied is not None and copied == copied:
@@ -552,51 +552,6 @@ def _chance_of(gates: pd.DataFrame, names) -> pd.Series:
     return gates.set_index("model").loc[list(names), "chance_ancestors"].astype(float)
 
 
-def _read_lineage(ms: pd.Series, gates: pd.DataFrame, fewest, seeds: str = "seeds"):
-    """The source's lineage claim on one grown family's ``m`` (indexed by model) against its
-    chance level: ``(word, why, cells, zoo)`` (:mod:`induction.replication.lineage_claim`)."""
-    src = SOURCE["lineage"]["ancestors"]
-    ms = ms.astype(float)
-    chance = _chance_of(gates, ms.index)
-    listed = ", ".join(f"{v:.0f}" for v in ms)
-    counted = seeds.removesuffix("s") if len(ms) == 1 else seeds
-    zoo = f"m = {ms.mean():.1f} over {len(ms)} {counted} ({listed})"
-    if chance.isna().any():
-        return "untestable here", "no duplication log to draw the chance level from", {}, zoo
-    c = float(chance.mean())
-    zoo += f"; chance {c:.1f}" + ("" if fewest is None else f", fewest possible {fewest:.0f}")
-    reading = read_gap(ms.to_numpy() - chance.to_numpy(), source=src - c)
-    if not reading.testable:
-        why = f"{len(ms)} {seeds} allow no sign-flip p below {reading.floor:.2g}"
-    else:
-        why = (
-            f"m - chance over {len(ms)} {seeds}, sign-flip interval "
-            f"{fmt_ci(reading.ci_adj, digits=2)} against the source's {src - c:+.2f}"
-        )
-    return reading.word, why, difference_cells(reading, digits=2), zoo
-
-
-def _read_timing(ma: pd.Series, mb: pd.Series, gates: pd.DataFrame, seeds: str = "seeds"):
-    """The growth-timing question, ``m`` of the heads-first arm minus the growth-first arm's,
-    against its declared effect of interest: the source's 2 against the growth-first arm's
-    chance level. ``(word, why, cells)``."""
-    src = SOURCE["lineage"]["ancestors"]
-    chance = _chance_of(gates, mb.index)
-    if chance.isna().any():
-        return "untestable here", "no duplication log to draw the chance level from", {}
-    effect = src - float(chance.mean())
-    reading = read_shift(mb.astype(float), ma.astype(float), source=effect)
-    if not reading.testable:
-        why = f"{len(ma)} and {len(mb)} {seeds} allow no permutation p below {reading.floor:.2g}"
-    else:
-        why = (
-            f"difference {reading.diff:+.1f} ancestors over {len(ma)} and {len(mb)} {seeds}, "
-            f"interval {fmt_ci(reading.ci_adj, digits=2)} against the effect of interest "
-            f"{effect:+.2f} (the source's 2 against chance)"
-        )
-    return reading.word, why, difference_cells(reading, digits=2)
-
-
 def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> list[dict]:
     """The secondary verdict (docs/replication.md, "Amendment", fixed before seeds 1-4 were
     measured): each claim whose primary verdict a failing seed decides (a gate the primary
@@ -702,8 +657,8 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
             row |= {"zoo": f"fewest possible {fewest:.0f}", "verdict": "untestable here",
                     "decided_by": why}  # fmt: skip
         else:
-            verdict, why, cells, zoo = _read_lineage(models.loc[kept, "src_ancestors"], gates,
-                                                     fewest)  # fmt: skip
+            ms = models.loc[kept, "src_ancestors"]
+            verdict, why, cells, zoo = read_lineage(ms, _chance_of(gates, ms.index), fewest)
             why = f"heads formed before growth in these seeds; {why}; {left}"
             row |= {"zoo": zoo, "verdict": verdict, "decided_by": why, **cells}
         rows.append(row)
@@ -727,7 +682,7 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         mb = models.loc[kept_b, "src_ancestors"].astype(float)
         row["zoo"] = (f"m: {a} {ma.mean():.1f} ({len(ma)} seeds) vs {b} {mb.mean():.1f} "
                       f"({len(mb)} seeds)")  # fmt: skip
-        verdict, why, cells = _read_timing(ma, mb, gates, seeds="passing seeds")
+        verdict, why, cells, _ = read_timing(ma, mb, _chance_of(gates, mb.index), "passing seeds")
         row |= {"verdict": verdict, "decided_by": f"{why}; {left}", **cells}
     return rows
 
@@ -755,7 +710,7 @@ def _growth_timing(models: pd.DataFrame, gates: pd.DataFrame, grown: list[str]) 
         if reasons:
             verdict, why = "untestable here", "; ".join(reasons)
         else:
-            verdict, why, cells = _read_timing(ma, mb, gates)
+            verdict, why, cells, _ = read_timing(ma, mb, _chance_of(gates, mb.index))
         rows.append({"claim": "lineage more concentrated when heads form before growth",
                      "source": TIMING_SOURCE, "zoo": zoo, "verdict": verdict,
                      "decided_by": why, "families": [a, b], **cells})  # fmt: skip

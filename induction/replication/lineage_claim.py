@@ -23,10 +23,13 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from .config import SOURCE
+from .intervals import difference_cells, fmt_ci, read_gap, read_shift
 
 CHANCE_SAMPLES = 20_000  # Monte Carlo draws of random head sets (seeded)
 
@@ -78,4 +81,71 @@ def descendants_per_head(folder: Path | None) -> list[int] | None:
     return [int(c) for c in per_layer for _ in range(n_heads)]
 
 
-__all__ = ["CHANCE_SAMPLES", "chance_ancestors", "descendants_per_head", "fewest_holding"]
+class Reading(NamedTuple):
+    """One verdict row's reading: its word, what decided it, its interval cells
+    (:func:`~induction.replication.intervals.difference_cells`) and, for the lineage claim, its
+    ``zoo`` figure."""
+
+    word: str
+    why: str
+    cells: dict[str, str]
+    zoo: str = ""
+
+
+NO_LOG = "no duplication log to draw the chance level from"
+
+
+def read_lineage(
+    ms: pd.Series, chance: pd.Series, fewest: float | None = None, seeds: str = "seeds"
+) -> Reading:
+    """The source's lineage claim on one grown family: ``ms``, each seed's ``m`` (indexed by
+    model), against ``chance``, each seed's chance level (NaN: no log, untestable)."""
+    src = SOURCE["lineage"]["ancestors"]
+    ms = ms.astype(float)
+    listed = ", ".join(f"{v:.0f}" for v in ms)
+    counted = seeds.removesuffix("s") if len(ms) == 1 else seeds
+    zoo = f"m = {ms.mean():.1f} over {len(ms)} {counted} ({listed})"
+    if chance.isna().any():
+        return Reading("untestable here", NO_LOG, {}, zoo)
+    c = float(chance.mean())
+    zoo += f"; chance {c:.1f}" + ("" if fewest is None else f", fewest possible {fewest:.0f}")
+    reading = read_gap(ms.to_numpy() - chance.to_numpy(dtype=float), source=src - c)
+    if not reading.testable:
+        why = f"{len(ms)} {seeds} allow no sign-flip p below {reading.floor:.2g}"
+    else:
+        why = (
+            f"m - chance over {len(ms)} {seeds}, sign-flip interval "
+            f"{fmt_ci(reading.ci_adj, digits=2)} against the source's {src - c:+.2f}"
+        )
+    return Reading(reading.word, why, difference_cells(reading, digits=2), zoo)
+
+
+def read_timing(ma: pd.Series, mb: pd.Series, chance_b: pd.Series, seeds: str = "seeds") -> Reading:
+    """The growth-timing question: ``m`` of the heads-first arm (``ma``) minus the
+    growth-first arm's (``mb``), against the declared effect of interest, the source's 2
+    against the growth-first arm's chance level (``chance_b``, per seed)."""
+    src = SOURCE["lineage"]["ancestors"]
+    if chance_b.isna().any():
+        return Reading("untestable here", NO_LOG, {})
+    effect = src - float(chance_b.mean())
+    reading = read_shift(mb.astype(float), ma.astype(float), source=effect)
+    if not reading.testable:
+        why = f"{len(ma)} and {len(mb)} {seeds} allow no permutation p below {reading.floor:.2g}"
+    else:
+        why = (
+            f"difference {reading.diff:+.1f} ancestors over {len(ma)} and {len(mb)} {seeds}, "
+            f"interval {fmt_ci(reading.ci_adj, digits=2)} against the effect of interest "
+            f"{effect:+.2f} (the source's 2 against chance)"
+        )
+    return Reading(reading.word, why, difference_cells(reading, digits=2))
+
+
+__all__ = [
+    "CHANCE_SAMPLES",
+    "Reading",
+    "chance_ancestors",
+    "descendants_per_head",
+    "fewest_holding",
+    "read_lineage",
+    "read_timing",
+]

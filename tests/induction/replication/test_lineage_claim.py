@@ -39,3 +39,20 @@ def test_chance_of_a_grown_model_from_its_log():
     assert 7.6 < chance < 7.95 and chance == chance_ancestors(middle)
     assert descendants_per_head(MODELS / "dense8r-s0") is None  # not grown
     assert descendants_per_head(None) is None
+
+
+def test_readings_name_what_decides_them():
+    """The lineage reading without a chance level (no duplication log) and with one seed
+    (no p below 1) is untestable and says why; the timing reading carries its cells."""
+    import pandas as pd
+
+    from induction.replication.lineage_claim import read_lineage, read_timing
+
+    one = read_lineage(pd.Series([6.0], index=["g-s0"]), pd.Series([7.8], index=["g-s0"]), 2)
+    assert one.word == "untestable here" and "1 seeds allow no sign-flip p below 1" in one.why
+    assert one.zoo == "m = 6.0 over 1 seed (6); chance 7.8, fewest possible 2"
+    no_log = read_lineage(pd.Series([6.0] * 6), pd.Series([float("nan")] * 6))
+    assert no_log.word == "untestable here" and "no duplication log" in no_log.why
+    ma, mb = pd.Series([2.0, 3, 2, 2, 3, 2]), pd.Series([9.0, 10, 9, 10, 9, 10])
+    timing = read_timing(ma, mb, pd.Series([7.8] * 6))
+    assert timing.word == "agree" and timing.cells["difference"] == "-7.17"
