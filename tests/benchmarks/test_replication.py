@@ -451,3 +451,21 @@ def test_markerless_target_is_refused_before_measuring(rep_mod, tmp_path, capsys
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error: ") and "marker" in err[0]
     assert not out.exists() and doc.read_text() == "no markers\n"
+
+
+def test_from_results_reads_the_stored_gates_by_the_current_rules(rep_mod, tmp_path):
+    """`--from-results` keeps the stored measurements and gates but reads the claims again by
+    the current rules (docs/replication.md, A11): a stored verdict that the rules do not give
+    is replaced, so an amendment reaches every stored record."""
+    import shutil
+
+    zoo3 = ROOT / "benchmarks" / "results" / "zoo3"
+    for name in ("replication.json", "replication_tasks.csv"):
+        shutil.copy(zoo3 / name, tmp_path / name)
+    data = json.loads((tmp_path / "replication.json").read_text())
+    stored = [c["verdict"] for c in data["claims"]]
+    data["claims"][0]["verdict"] = "agree"  # a word the rules do not give this row
+    (tmp_path / "replication.json").write_text(json.dumps(data))
+    back = rep_mod.load_results(tmp_path)
+    assert list(back.claims["verdict"]) == stored
+    assert back.claims.iloc[0]["verdict"] == "untestable here"
