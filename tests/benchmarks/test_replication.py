@@ -459,9 +459,9 @@ def test_from_results_reads_the_stored_gates_by_the_current_rules(rep_mod, tmp_p
     is replaced, so an amendment reaches every stored record."""
     import shutil
 
-    zoo3 = ROOT / "benchmarks" / "results" / "zoo3"
+    zoo2 = ROOT / "benchmarks" / "results" / "zoo2"  # the smaller record: 5 seeds a family
     for name in ("replication.json", "replication_tasks.csv"):
-        shutil.copy(zoo3 / name, tmp_path / name)
+        shutil.copy(zoo2 / name, tmp_path / name)
     data = json.loads((tmp_path / "replication.json").read_text())
     stored = [c["verdict"] for c in data["claims"]]
     data["claims"][0]["verdict"] = "agree"  # a word the rules do not give this row
