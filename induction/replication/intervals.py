@@ -105,31 +105,29 @@ def read_claim(
     if scale not in (None, "difference", "ratio"):
         raise InputError(f"scale must be 'difference' or 'ratio', got {scale!r}")
     a, b = finite_arms(a, b)
-    levels = (alpha, alpha / m)
-    d, d_adj = shift_interval(a, b, levels)
-    r, r_adj = ratio_interval(a, b, levels)
-    sd = pooled_sd(a, b)
+    d = read_shift(a, b, source_diff, m, alpha)  # the difference scale
+    r, r_adj = ratio_interval(a, b, (alpha, alpha / m))
     ratio = float(b.mean() / a.mean()) if a.mean() > 0 and b.mean() > 0 else math.nan
-    words = {"difference": word(d_adj, 0.0, source_diff)}
+    words = {"difference": word(d.ci_adj, 0.0, source_diff)}
     if ratio == ratio:
         words["ratio"] = word(r_adj, 1.0, source_ratio)
     return ClaimReading(
         n_a=len(a),
         n_b=len(b),
         m=m,
-        diff=float(b.mean() - a.mean()),
-        diff_ci=d,
-        diff_ci_adj=d_adj,
+        diff=d.diff,
+        diff_ci=d.ci,
+        diff_ci_adj=d.ci_adj,
         ratio=ratio,
         ratio_ci=r,
         ratio_ci_adj=r_adj,
-        sd=sd,
-        mdd=detectable_difference(len(a), len(b), sd, alpha),
-        mdd_adj=detectable_difference(len(a), len(b), sd, alpha / m),
+        sd=d.sd,
+        mdd=d.mdd,
+        mdd_adj=d.mdd_adj,
         source_diff=source_diff,
         source_ratio=source_ratio,
-        power=power_for(source_diff, len(a), len(b), sd, alpha),
-        power_adj=power_for(source_diff, len(a), len(b), sd, alpha / m),
+        power=d.power,
+        power_adj=d.power_adj,
         words=words,
         scale=scale,
     )
@@ -197,9 +195,7 @@ def read_gap(gaps: ArrayLike, source: float, m: int = 1, alpha: float = 0.05) ->
     the one-sample sign-flip test inverted (:func:`~induction.stats.mean_interval`) and the
     one-sample t-test's power."""
     x = np.asarray(gaps, dtype=float)
-    if len(x) < 1 or not np.isfinite(x).all():
-        raise InputError("an interval needs at least one finite value")
-    ci, ci_adj = mean_interval(x, (alpha, alpha / m))
+    ci, ci_adj = mean_interval(x, (alpha, alpha / m))  # checks the values
     sd = float(x.std(ddof=1)) if len(x) > 1 else math.nan
     return DifferenceReading(
         n=(len(x),),
