@@ -79,6 +79,20 @@ def test_interval_ends_are_where_the_permutation_test_turns(zoo3_passing):
         assert seed_test(b / (rhi * (1 + 1e-6)), a).p_perm <= alpha
 
 
+def test_the_interval_is_the_hull_of_every_accepted_shift():
+    """The inversion looks for each end from the outside in; on a grid across and beyond the
+    interval, ``seed_test`` accepts no shift outside it (so no accepted region is missed) and
+    accepts the point estimate inside it."""
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0.0, 0.1, 6), rng.normal(0.08, 0.1, 5)
+    ((lo, hi),) = shift_interval(a, b, (0.05,))
+    assert seed_test(b - (b.mean() - a.mean()), a).p_perm > 0.05
+    width = hi - lo
+    for delta in np.linspace(lo - 2 * width, hi + 2 * width, 49):
+        if delta < lo - 1e-9 or delta > hi + 1e-9:
+            assert seed_test(b - delta, a).p_perm <= 0.05, delta
+
+
 def test_too_few_seeds_give_an_unbounded_interval():
     """2 vs 2 seeds: no split reaches p <= 0.05, so every shift is kept."""
     ((lo, hi),) = shift_interval([0.1, 0.2], [0.5, 0.6])
