@@ -535,12 +535,20 @@ def _timing_reasons(gates: pd.DataFrame, a: str, b: str) -> list[str]:
     missing = int((~pair["heads"].map(lambda v: _is(v, True))).sum())
     if missing:
         reasons.append(f"{missing} of {len(pair)} models fail induction heads")
-    ga = gates.loc[gates["family"] == a, "heads_before_growth"]
-    gb = gates.loc[gates["family"] == b, "heads_before_growth"]
-    if n := int((~ga.map(lambda v: _is(v, True))).sum()):
-        reasons.append(f"{n} of {len(ga)} seeds of {a} had no head before the first growth")
-    if n := int((~gb.map(lambda v: _is(v, False))).sum()):
-        reasons.append(f"{n} of {len(gb)} seeds of {b} had a head before the first growth")
+    for fam, wanted, what in ((a, True, "no head"), (b, False, "a head")):
+        g = gates[gates["family"] == fam]
+        off = g[~g["heads_before_growth"].map(lambda v: _is(v, wanted))]
+        if len(off):
+            # the strongest head the training monitor logged up to the first growth
+            # (ablation.gates.heads_before_growth), which decides, named per seed
+            scores = ", ".join(
+                f"{v:.2f}" if isinstance(v, float) and v == v else "none"
+                for v in off["before_growth"]
+            )
+            reasons.append(
+                f"{len(off)} of {len(g)} seeds of {fam} had {what} before the first growth "
+                f"(strongest head up to it on the training monitor: {scores})"
+            )
     return reasons
 
 

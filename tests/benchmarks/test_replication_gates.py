@@ -157,7 +157,8 @@ def _timing_case(m: dict) -> tuple:
         for seed in range(len(vs)):
             rows.append({"model": f"{fam}-s{seed}", "family": fam, "heads": True,
                          "saturated": False, "testable": True, "chance_ancestors": CHANCE,
-                         "heads_before_growth": fam == "grown8c"})  # fmt: skip
+                         "heads_before_growth": fam == "grown8c",
+                         "before_growth": 0.9 if fam == "grown8c" else 0.1})  # fmt: skip
     return rep, pd.DataFrame(rows)
 
 
@@ -185,9 +186,13 @@ def test_growth_timing_compares_the_two_grown_arms_over_seeds(gates_mod):
     assert row["verdict"] == "untestable here" and "1 of 10" in row["decided_by"]
     g["heads"] = True
     g["heads_before_growth"] = True  # the growth-first arm formed heads first after all
+    g.loc[g["family"] == "grown8ce", "before_growth"] = [0.63, 0.5, 0.41, 0.7, 0.45]
     row = gates.claims(rep, g).set_index("claim").loc[TIMING]
     assert row["verdict"] == "untestable here"
-    assert "5 of 5 seeds of grown8ce had a head before the first growth" in row["decided_by"]
+    assert (
+        "5 of 5 seeds of grown8ce had a head before the first growth (strongest head up to it "
+        "on the training monitor: 0.63, 0.50, 0.41, 0.70, 0.45)"
+    ) in row["decided_by"]
     rep, g = _timing_case({"grown8c": [2, 2, 3], "grown8ce": [9, 10, 10]})
     row = gates.claims(rep, g).set_index("claim").loc[TIMING]
     assert row["verdict"] == "untestable here"
