@@ -17,6 +17,7 @@ Written by hand: scipy inverts no permutation test (``scipy.stats.permutation_te
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -32,9 +33,11 @@ MAX_EXACT_SPLITS = 100_000  # every relabelling up to this many, else a seeded s
 SAMPLED_SPLITS = 20_000
 
 
+@functools.lru_cache(maxsize=16)
 def _splits(n: int, k: int, seed: int = 0) -> np.ndarray:
     """Boolean ``(splits, n)``: which values go to the second group; the observed split (the
-    last ``k``) is row 0. Every split up to :data:`MAX_EXACT_SPLITS`, else a seeded sample."""
+    last ``k``) is row 0. Every split up to :data:`MAX_EXACT_SPLITS`, else a seeded sample.
+    Cached (read-only): a verdict inverts many intervals over the same seed counts."""
     observed = np.r_[np.zeros(n - k, bool), np.ones(k, bool)]
     total = math.comb(n, k)
     if total <= MAX_EXACT_SPLITS:
@@ -42,12 +45,15 @@ def _splits(n: int, k: int, seed: int = 0) -> np.ndarray:
         for i, idx in enumerate(itertools.combinations(range(n), k)):
             rows[i, list(idx)] = True
         order = np.argsort(~(rows == observed).all(1), kind="stable")
-        return rows[order]
+        rows = rows[order]
+        rows.flags.writeable = False
+        return rows
     rng = np.random.default_rng(seed)
     rows = np.zeros((SAMPLED_SPLITS + 1, n), bool)
     rows[0] = observed
     for i in range(1, SAMPLED_SPLITS + 1):
         rows[i, rng.permutation(n)[:k]] = True
+    rows.flags.writeable = False
     return rows
 
 
