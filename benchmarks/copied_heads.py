@@ -46,24 +46,14 @@ def grown_series(sweeps: Path | None = None) -> list[str]:
     return [n for n in registry.zoo_models() if has_series(n)]
 
 
-def model_folder(spec: str) -> tuple[str, Path]:
-    """``(name, folder)`` of a zoo model named ``spec``, or of the model folder ``spec`` is
-    (a build's own folder: a shipped model of the same name must not stand in for it)."""
-    from induction.models import registry
-
-    path = Path(spec)
-    if (path / "config.json").is_file():
-        return path.name, path
-    return spec, registry.zoo_path(spec)
-
-
 def measure(spec: str, sweeps: Path, out_dir: Path, say=print):
     """The copied-head result of one zoo model (a name or a folder); writes its table and
     figure."""
     from induction.dynamics.dataset import drop_other_settings
     from induction.dynamics.sweep import SweepSettings, sweep
+    from induction.models.registry import folder_or_zoo_path
 
-    name, folder = model_folder(spec)
+    name, folder = folder_or_zoo_path(spec)
     dataset = sweeps / name
     if (folder / "checkpoints").is_dir():
         settings = SweepSettings(scores=("induction", "previous_token", "fv"))
@@ -170,7 +160,7 @@ def main(argv=None) -> int:
             print(result.sentence())
             if note:
                 print(f"note: {note}", file=sys.stderr)
-            results[model_folder(spec)[0]] = result
+            results[result.model] = result
         # the summary covers every series swept here before, not only those named now
         for name in grown_series(sweeps):
             if name not in results and (sweeps / name).is_dir():

@@ -31,16 +31,6 @@ DISTANCES = (8, 16, 24, 32)
 _CHECKPOINT = re.compile(r"step-(\d+)(-pre)?")
 
 
-def model_folder(spec: str) -> tuple[str, Path]:
-    """``(name, folder)``: the folder ``spec`` is, or the zoo model named ``spec``."""
-    from induction.models import registry
-
-    path = Path(spec)
-    if (path / "config.json").is_file() or (path / "checkpoints").is_dir():
-        return path.name, path
-    return spec, registry.zoo_path(spec)
-
-
 def before_first_growth(folder: Path) -> list[tuple[int, Path]]:
     """``(step, checkpoint)`` for every checkpoint up to the first growth, in step order; the
     first growth's own is its ``-pre`` checkpoint (``step-N`` at that step is after it)."""
@@ -99,10 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if min(args.distances) < 2 or args.prompt_seeds < 2 or args.batch < 1:
         raise InputError("--distances must be >= 2, --prompt-seeds >= 2 and --batch >= 1")
+    from induction.models.registry import folder_or_zoo_path
     from induction.store.io import atomic_write
 
     for spec in args.models:
-        name, folder = model_folder(spec)
+        name, folder = folder_or_zoo_path(spec)
         table = scan(folder, name, args.distances, args.prompt_seeds, args.batch)
         path = args.out_dir / f"{name}.csv"
         args.out_dir.mkdir(parents=True, exist_ok=True)

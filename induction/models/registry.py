@@ -135,6 +135,16 @@ def zoo_path(name: str) -> Path:
     return _fetch_from_hub(name)
 
 
+def folder_or_zoo_path(spec: str) -> tuple[str, Path]:
+    """``(name, folder)``: the model or run folder ``spec`` is (one with ``config.json`` or
+    ``checkpoints/``; a build's own folder, which a shipped model of the same name must not
+    stand in for), else the zoo model named ``spec`` (:func:`zoo_path`)."""
+    path = Path(spec)
+    if (path / "config.json").is_file() or (path / "checkpoints").is_dir():
+        return path.name, path
+    return spec, zoo_path(spec)
+
+
 def _fetch_from_hub(name: str) -> Path:
     """``name``'s folder from the zoo's hub repository (cache first, then download); offline,
     one line naming every way to get the model."""
