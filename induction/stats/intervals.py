@@ -57,36 +57,54 @@ def _splits(n: int, k: int, seed: int = 0) -> np.ndarray:
     return rows
 
 
-def _invert(v: np.ndarray, w: np.ndarray, k: int, alphas: Sequence[float]) -> list[tuple]:
+def _invert(
+    v: np.ndarray, w: np.ndarray, k: int, alphas: Sequence[float], positive: bool = False
+) -> list[tuple]:
     """Hull of ``{theta: p(theta) > alpha}`` for each ``alpha``, where the pooled values are
     ``v + theta * w`` (the last ``k`` the second group) and ``p`` is the two-sided
     permutation p of the difference in group means (ties count, as in
     :func:`~induction.stats.permutation.seed_test`). ``-inf``/``inf`` where the set is
-    unbounded."""
+    unbounded; with ``positive``, over ``theta > 0`` only (``0`` where it reaches down to 0)."""
     n = len(v)
     rows = _splits(n, k)
     wa = np.where(rows, 1.0 / k, -1.0 / (n - k))  # mean(second) - mean(first) as weights
-    return _invert_lines(wa @ v, wa @ w, alphas)
+    return _invert_lines(wa @ v, wa @ w, alphas, positive)
 
 
-def _invert_lines(a_s: np.ndarray, b_s: np.ndarray, alphas: Sequence[float]) -> list[tuple]:
+def _invert_lines(
+    a_s: np.ndarray, b_s: np.ndarray, alphas: Sequence[float], positive: bool = False
+) -> list[tuple]:
     """The inversion itself: relabelling ``s`` (row 0 the observed one) has the statistic
     ``a_s + theta * b_s``, and ``p(theta)`` is the share of relabellings whose absolute
     statistic reaches the observed one. ``p`` changes only where two of these lines cross
     (or mirror), so every crossing and every gap between two is a candidate end. Only the
     hull is wanted, so each end is found by testing candidates from the outside in: the
     points inside it are never evaluated (15 times faster at 8 against 8 seeds, the same
-    ends to the bit)."""
+    ends to the bit). With ``positive`` only ``theta > 0`` is a candidate, and the lower end
+    is ``0`` where the gap just above 0 is accepted."""
     a0, b0 = a_s[0], b_s[0]
     with np.errstate(divide="ignore", invalid="ignore"):
         cross = np.concatenate([-(a_s - a0) / (b_s - b0), -(a_s + a0) / (b_s + b0)])
     cross = np.unique(cross[np.isfinite(cross)])
-    if len(cross) == 0:  # every statistic parallel to the observed one: p is constant
-        cross = np.array([0.0])
-    span = max(1.0, float(np.abs(cross).max()))
-    points = np.sort(
-        np.concatenate([cross, (cross[:-1] + cross[1:]) / 2, [cross[0] - span, cross[-1] + span]])
-    )
+    if positive:
+        # 0 bounds the domain like a crossing: the gap (0, first crossing) is the lowest point
+        cross = cross[cross > 0]
+        bounds = np.r_[0.0, cross]
+        span = max(1.0, float(bounds[-1]))
+        points = np.sort(
+            np.concatenate([cross, (bounds[:-1] + bounds[1:]) / 2, [bounds[-1] + span]])
+        )
+        lowest = 0.0
+    else:
+        if len(cross) == 0:  # every statistic parallel to the observed one: p is constant
+            cross = np.array([0.0])
+        span = max(1.0, float(np.abs(cross).max()))
+        points = np.sort(
+            np.concatenate(
+                [cross, (cross[:-1] + cross[1:]) / 2, [cross[0] - span, cross[-1] + span]]
+            )
+        )
+        lowest = -math.inf
     p = np.full(len(points), np.nan)
 
     def p_at(lo: int, hi: int) -> np.ndarray:
@@ -120,7 +138,7 @@ def _invert_lines(a_s: np.ndarray, b_s: np.ndarray, alphas: Sequence[float]) -> 
             out.append((math.nan, math.nan))
             continue
         hi_i = first_accepted(alpha, ascending[::-1])  # >= lo_i: one point is accepted
-        lo = -math.inf if lo_i == 0 else float(points[lo_i])
+        lo = lowest if lo_i == 0 else float(points[lo_i])
         hi = math.inf if hi_i == len(points) - 1 else float(points[hi_i])
         out.append((lo, hi))
     return out
@@ -186,14 +204,16 @@ def ratio_interval(
     """``(lo, hi)`` of ``mean(b) / mean(a)`` for each level ``1 - alpha``: every ratio
     ``rho > 0`` with ``b / rho`` and ``a`` not told apart by the permutation test at
     ``alpha`` (``hi = inf`` where no ratio is too large). Needs positive drops in both arms
-    (a ratio of a drop that is not one means nothing); NaN otherwise."""
+    (a ratio of a drop that is not one means nothing); NaN otherwise. Only ``1 / rho > 0`` is
+    searched: with a seed's drop below 0, a negative ``1 / rho`` can be accepted, and a hull
+    over the whole line would then take in every large ratio the test rejects."""
     a, b = finite_arms(a, b)
     if a.mean() <= 0 or b.mean() <= 0:
         return [(math.nan, math.nan) for _ in alphas]
     v = np.r_[a, np.zeros(len(b))]
     w = np.r_[np.zeros(len(a)), b]  # theta = 1 / rho scales the second arm
     out = []
-    for lo_u, hi_u in _invert(v, w, len(b), alphas):
+    for lo_u, hi_u in _invert(v, w, len(b), alphas, positive=True):
         if lo_u != lo_u:
             out.append((math.nan, math.nan))
             continue

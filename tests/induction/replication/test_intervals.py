@@ -93,6 +93,25 @@ def test_the_interval_is_the_hull_of_every_accepted_shift():
             assert seed_test(b - delta, a).p_perm <= 0.05, delta
 
 
+def test_a_ratio_interval_holds_only_ratios_the_test_keeps():
+    """zoo2's looped8 against dense8 (F1/EM drops; one looped seed's drop is below 0): at
+    0.05/3 the test rejects every ratio above 0.716, and rho = 1 too (p 2/252). A hull over
+    negative 1/rho as well took in all of them ([0, inf]), found by the independent re-reading
+    (benchmarks/independent_reading.py)."""
+    dense = [0.04523026315789474, 0.08004385964912282, 0.09923245614035087,
+             0.05016447368421053, 0.060032894736842105]  # fmt: skip
+    looped = [0.02138157894736842, -0.0030153508771929827, 0.030975877192982455,
+              0.00932017543859649, 0.035910087719298246]  # fmt: skip
+    a, b, alpha = np.array(dense), np.array(looped), 0.05 / 3
+    ((lo, hi),) = ratio_interval(a, b, (alpha,))
+    assert lo == 0.0 and hi == pytest.approx(0.7158, abs=1e-4)
+    assert seed_test(b / 1.0, a).p_perm <= alpha
+    for rho in np.geomspace(hi * (1 + 1e-6), 1e3, 25):
+        assert seed_test(b / rho, a).p_perm <= alpha, rho
+    for rho in np.geomspace(1e-3, hi, 25):
+        assert seed_test(b / rho, a).p_perm > alpha, rho
+
+
 def test_too_few_seeds_give_an_unbounded_interval():
     """2 vs 2 seeds: no split reaches p <= 0.05, so every shift is kept."""
     ((lo, hi),) = shift_interval([0.1, 0.2], [0.5, 0.6])
