@@ -378,6 +378,21 @@ def test_grown8c_lineage_is_untestable_because_growth_copies_no_formed_head(gate
     assert "lidas12-s4 fails copied head before growth" in row["decided_by"]
 
 
+def test_a_readout_verdict_names_only_the_gates_that_decide_it(gates_mod):
+    """With readouts, the task metric's own suite gate (F1/EM above chance) decides nothing, so
+    an untestable row never names it; the independent re-reading found "9 of 12 fail clean
+    above chance" beside the in-context gate that decided a round-4 dry run's row."""
+    gates, _ = gates_mod
+    rep = _Rep({"dense12": 0.05, "lidas12": 0.15}, p=0.01)
+    g = _gates({"dense12": True, "lidas12": True})
+    g["above_chance"] = False
+    assert gates.claims(rep, g).iloc[0]["verdict"] == "agree"
+    g.loc[0, ["in_context", "testable_cand_acc", "testable_logprob"]] = False
+    row = gates.claims(rep, g).iloc[0]
+    assert row["verdict"] == "untestable here"
+    assert row["decided_by"] == "1 of 10 fail in-context probe"
+
+
 def test_round4_reads_its_declared_claims_on_its_declared_scale(gates_mod):
     """R8 (docs/replication.md): a report of round-4 arms reads three drop claims (grown8r,
     grown8rt, looped8r against dense8r; Holm's m = 3), never the twin grown8rte's, and each
