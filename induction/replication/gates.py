@@ -34,7 +34,7 @@ from induction.stats import holm, min_perm_p, seed_test
 from .config import ROUND4_SCALES, SOURCE, Settings
 from .intervals import difference_cells, drop_cells, fmt_ci, read_shift
 from .lineage_claim import chance_ancestors, descendants_per_head, read_lineage, read_timing
-from .models import drop_claim_families, is_round4, source_family
+from .models import ROUND4_TIMING_PAIR, drop_claim_families, is_round4, source_family
 
 ALPHA = 0.05
 SOURCE_LIDAS = "0.18 vs 0.08 mean F1 (+0.10, x2.25)"
@@ -502,7 +502,9 @@ def _left_out(gates: pd.DataFrame, families: list[str], kept: list[str]) -> str:
 def timing_arms(models: pd.DataFrame, grown: list[str]) -> list[tuple[str, str]]:
     """Pairs (heads first, growth first) of grown families, by design: the family whose first
     growth step comes later was grown after its heads were meant to form (docs/zoo.md, "Two
-    growth timings"). Taken from the growth schedule, never from a measured gate."""
+    growth timings"). Taken from the growth schedule, never from a measured gate. Round 4
+    declares one pair (R4-lineage, :data:`.models.ROUND4_TIMING_PAIR`); the schedule would
+    also pair its middle-growth arm with the growth-first twin."""
     if "growth_steps" not in models.columns:
         return []
     import json
@@ -522,7 +524,10 @@ def timing_arms(models: pd.DataFrame, grown: list[str]) -> list[tuple[str, str]]
                  if s]  # fmt: skip
         if steps:
             first[fam] = min(steps)
-    return [(a, b) for a in first for b in first if first[a] > first[b]]
+    pairs = [(a, b) for a in first for b in first if first[a] > first[b]]
+    if is_round4(models["family"]):
+        pairs = [pair for pair in pairs if pair == ROUND4_TIMING_PAIR]
+    return pairs
 
 
 def _timing_reasons(gates: pd.DataFrame, a: str, b: str) -> list[str]:
@@ -626,8 +631,9 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         for (row, diff, p, _, left, ka, kb, label, src), p_holm, best in zip(
             tested, adjusted, floors, strict=False
         ):
+            scale = ROUND4_SCALES.get(label) if is_round4(gates["family"]) else None
             cells, reading = drop_cells(models, ka, kb, None if label == "F1/EM" else label,
-                                        src, m)  # fmt: skip
+                                        src, m, scale)  # fmt: skip
             row |= cells
             if best > ALPHA:
                 row["verdict"] = "untestable here"
@@ -647,10 +653,16 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
     src = SOURCE["lineage"]
     for fam in grown:
         everyone = list(gates.loc[gates["family"] == fam, "model"])
-        all_before = len(_passing(gates, fam, ["heads_before_growth"])) == len(everyone)
+        per_seed = ["heads_before_growth"]
+        if (
+            "copied_head_before_growth" in gates
+            and gates.loc[gates["family"] == fam, "copied_head_before_growth"].notna().any()
+        ):
+            per_seed.append("copied_head_before_growth")  # R4-gate, where the cards record it
+        all_before = len(_passing(gates, fam, per_seed)) == len(everyone)
         if fam in growth_first or all_before:
             continue  # grown before heads by design, or no seed fails what the primary reads
-        kept = _passing(gates, fam, [*base, "heads_before_growth"])
+        kept = _passing(gates, fam, [*base, *per_seed])
         fewest = float(models.loc[everyone, "src_min"].astype(float).min())
         row = {"claim": f"{src['heads']} of the {src['top']} strongest heads from "
                f"{src['ancestors']} ancestors ({fam}), {SECONDARY}",

@@ -65,6 +65,9 @@ class ModelRef:
 #: Round 4's declared drop claims (docs/replication.md, rule R8): one Holm family of three arms
 #: against ``dense8r``; the twin ``grown8rte`` is read on the lineage only.
 ROUND4_DROP_CLAIMS = ("grown8r", "grown8rt", "looped8r")
+#: Round 4's one growth-timing question (R4-lineage): heads first, then growth first. The
+#: middle-growth arm ``grown8r`` copies a layer without heads, so it is no timing arm.
+ROUND4_TIMING_PAIR = ("grown8rt", "grown8rte")
 
 
 def is_round4(families: Iterable[str]) -> bool:

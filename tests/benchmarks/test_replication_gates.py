@@ -261,6 +261,22 @@ def test_secondary_lineage_reads_the_seeds_with_heads_before_growth(gates_mod):
     assert not any("(grown8ce), on the seeds" in c for c in table.index)  # grown before heads
 
 
+def test_secondary_lineage_reads_only_seeds_with_a_copied_head_where_cards_record_it(gates_mod):
+    """R4-lineage: a seed without a copied head before growth (R4-gate) is untestable, so the
+    lineage row on the seeds that pass leaves it out even when every seed had some head before
+    growth; a family whose cards keep no per-head scores (None) is not gated on it."""
+    gates, _ = gates_mod
+    rep, g = _timing_case({"grown8c": [2, 2, 3, 2, 3, 2], "grown8ce": [9, 10, 10, 9, 10]})
+    g["copied_head_before_growth"] = [None if f == "grown8ce" else m != "grown8c-s4"
+                                      for f, m in zip(g["family"], g["model"])]  # fmt: skip
+    g["copied_head"] = ""
+    table = gates.claims(rep, g).set_index("claim")
+    lineage = table.loc["10 of the 12 strongest heads from 2 ancestors (grown8c), on the seeds "
+                        "that pass"]  # fmt: skip
+    assert "m = 2.2 over 5 seeds" in lineage["zoo"]
+    assert "left out: grown8c-s4" in lineage["decided_by"]
+
+
 def test_secondary_never_reads_f1_and_holm_counts_every_drop_claim(gates_mod):
     """With readouts, a failed readout gate is not rescued by the F1/EM gate (the verdict
     readouts are cand_acc and logprob, docs/replication.md); Holm counts every drop claim, the
@@ -296,6 +312,26 @@ def test_timing_arms_come_from_the_schedule_and_unknown_seeds_stay_out(gates_mod
     assert "(5 seeds) vs grown8ce 9.6 (5 seeds)" in second["zoo"]
     assert "left out: grown8ce-s5, grown8ce-s6" in second["decided_by"]
     assert not any("(grown8ce), on the seeds" in c for c in table.index)
+
+
+def test_round4_reads_one_timing_pair(gates_mod):
+    """R4-lineage declares one growth-timing question, grown8rt against grown8rte; the
+    schedule alone would also pair the middle-growth grown8r (first growth at step 4,800, as
+    grown8rt) with the twin (step 800), an undeclared row the independent re-reading found.
+    Outside round 4 every such pair stays."""
+    gates, _ = gates_mod
+    models = pd.DataFrame(
+        [{"model": f"{f}-s0", "family": f, "growth_steps": steps}
+         for f, steps in [("dense8r", "[]"), ("grown8r", "[4800, 6600, 8400, 10200]"),
+                          ("grown8rt", "[4800, 6600, 8400, 10200]"),
+                          ("grown8rte", "[800, 2400, 4800, 8000]")]]
+    )  # fmt: skip
+    grown = ["grown8r", "grown8rt", "grown8rte"]
+    assert gates.timing_arms(models, grown) == [("grown8rt", "grown8rte")]
+    second = models.replace({"dense8r": "dense8c", "grown8r": "grown8c", "grown8rt": "grown8ct",
+                             "grown8rte": "grown8ce"})  # fmt: skip
+    pairs = gates.timing_arms(second, ["grown8c", "grown8ct", "grown8ce"])
+    assert pairs == [("grown8c", "grown8ce"), ("grown8ct", "grown8ce")]
 
 
 def test_seeds_rule_counts_holm(gates_mod):
@@ -412,6 +448,15 @@ def test_round4_reads_its_declared_claims_on_its_declared_scale(gates_mod):
     assert all("difference agree (declared)" in c for c in drops["scales"])
     assert set(drops["verdict"]) == {"agree"}
     assert drop_claim_families(arms) == ["grown8r", "grown8rt", "looped8r"]
+    g = _gates(dict.fromkeys(arms, True), seeds=6)
+    failing = g["model"] == "grown8rt-s0"
+    g.loc[failing, ["in_context", "testable_cand_acc", "testable_logprob"]] = False
+    table = gates.claims(rep, g)
+    second = table[table["claim"].str.endswith("more than dense, on the seeds that pass")]
+    assert len(second) == 1  # the seeds that pass are read on the declared scale too
+    word = second.iloc[0]["scales"].split(",")[0]
+    assert word.startswith("difference ") and word.endswith(" (declared)")
+    assert second.iloc[0]["verdict"] == word.removeprefix("difference ").split(" ")[0]
     second = ["dense8c", "grown8c", "grown8ce", "looped8c", "looped8cp"]  # A9: every arm
     assert drop_claim_families(second) == second[1:]
 
