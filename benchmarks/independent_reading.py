@@ -4,10 +4,11 @@
 
 ``STORE_DIR`` holds ``models/*.json`` (one measured model each) and ``replication.json`` (the
 project's reading). Every verdict row of ``replication.json``'s ``claims`` is recomputed here
-from the per-model JSONs and the rules as written in docs/replication.md ("The verdict", the
-amendments A1-A5, A8, A9 "verdict words from intervals", A11 "every row from an interval", and
-round 4's R4-verdict), then compared with the stored row as printed: each number to its
-printed precision, +-1 in the last digit. One line per claim: ``OK``, ``MISMATCH`` with both
+from the per-model JSONs, the model folders and the rules as written in docs/replication.md
+("The verdict", the amendments A1-A5, A8, A9 "verdict words from intervals", A11 "every row
+from an interval", round 4's R4-gate, R4-verdict and R4-lineage, and "What a dry run of the
+reading found"), then compared with the stored row as printed: each number to its printed
+precision, +-1 in the last digit. One line per claim: ``OK``, ``MISMATCH`` with both
 values, or ``not rechecked`` with the reason. Exit 0 when every rechecked claim matches, 1 on
 any mismatch, 2 (one line, ``error: ...``) for a missing folder or unparsable JSON.
 
@@ -38,17 +39,27 @@ Recomputed, per claim:
 - **drop claims** (every non-dense family against the dense family, all seeds and, where a
   seed fails a gate the primary reads, "on the seeds that pass"): the verdict word, the
   difference of mean drops, the 95% and adjusted intervals, the ratio of means with its
-  adjusted interval, the scales' words, detectable difference and power at 0.05 and 0.05/m,
-  the excess over uniform and over layer-shaped random heads with adjusted intervals; from
+  adjusted interval, the scales' words (round 4: both words, ``(declared)`` where marked on
+  the declared scale), detectable difference and power at 0.05 and 0.05/m, the excess over
+  uniform and over layer-shaped random heads with adjusted intervals (round 4 too); from
   the free text: the readout and family means (``zoo``), the per-gate failure counts, the
   seeds left out, and the permutation and Holm p. The stored row set is checked too: a drop
   row the rules call for and the store lacks is a mismatch.
 - **lineage** (A11, per grown family): the gates (schedule's fewest ``m``, heads before
-  growth), and on the passing seeds ``m - chance`` with the sign-flip interval, one-sample t
-  detectable difference and power, the word; mean ``m``, chance, seeds left out.
-- **growth timing** (A11): arms from the growth schedule (the later first growth is the
-  heads-first arm), the split gate, and on the passing seeds the difference in ``m``, its
-  interval, t-test figures, the effect of interest ``2 - chance``, the word.
+  growth, and on a round-4 store R4-gate ``copied head before growth``: every failing seed
+  named, with its step, the initial layers holding a head >= 0.4, the layers growth copies,
+  the best head there and the fewest ``m`` reachable), and on the passing seeds ``m -
+  chance`` with the sign-flip interval, one-sample t detectable difference and power, the
+  source's effect, the word; mean ``m``, each seed's ``m``, chance, seeds left out.
+- **growth timing** (A11): the pair (round 4: R4-lineage's ``grown8rt`` against
+  ``grown8rte`` only; else the store's two grown families), roles from the growth schedule
+  (the later first growth is the heads-first arm), the split gate (R2's heads before growth,
+  the training monitor) with each arm's breaking seeds and their monitor scores, the arms'
+  mean ``m``, and on the passing seeds the difference in ``m``, its interval, t-test figures,
+  the permutation floor, the effect of interest ``2 - chance``, the word. A timing row
+  naming another pair is recomputed as printed and named a mismatch; the declared pair's
+  primary row, and its row on the seeds that pass where a seed fails induction heads or
+  breaks the split (A4), must be in the store.
 - **RegBench order** (A8, A11): every pair's difference of clean TVD, adjusted interval
   (0.05/k) and word, the order's word and the deciding pair's cells.
 - **FLOPs rows**: "by design", the saving ``1 - card_flops_vs_dense`` in percent.
@@ -61,6 +72,9 @@ Read from outside the per-model JSONs, because they do not carry it:
 - heads before growth: each grown model's training card (``--cards``, default
   ``induction/zoo/models/<model>/card.json``), the strongest monitor score logged at or
   before the first growth step, against 0.4;
+- copied head before growth (round 4): the card's ``checkpoints`` entry just before the first
+  growth, its per-head scores ``head_scores[layer][head]`` (distance 32) against 0.4, and
+  the initial layers growth copies from ``duplication_log.json``;
 - the lineage chance level: each grown model's ``duplication_log.json`` beside its card. It
   is computed here exactly (the expectation over every draw of 12 of the model's heads, by
   dynamic programming over ancestors), where the project averages 20,000 seeded draws: the
@@ -69,11 +83,11 @@ Read from outside the per-model JSONs, because they do not carry it:
 Not rechecked: the above-chance gate's per-task Wilson bounds (per-task chance is not
 stored; the stored count of tasks above chance is read, ``gate_above_<readout>`` or the gates
 table's ``tasks_above_chance``, and "most" is taken as more than half); the RegBench
-letter-frequency gate (its baseline TVD is not stored: a row untestable by it is listed
-"not rechecked", otherwise the gate is taken as passed); the lineage and timing rows of a
-round-4 store (their gate, ``copied head before growth``, reads per-head scores not
-reimplemented here); the ``excess`` cells on round-4 stores and any claim this script does
-not recognise.
+letter-frequency gate (its baseline TVD is not stored in the per-model JSONs nor derivable
+from them: a row untestable by it is listed "not rechecked", otherwise the gate is taken as
+passed); which lineage rows on the seeds that pass a store should hold (A4's "only where a
+seed fails a gate the primary reads" is a condition, not a call for one; the rows it holds
+are rechecked); any claim this script does not recognise.
 
 Ambiguities, and the reading taken:
 
@@ -103,7 +117,26 @@ Ambiguities, and the reading taken:
   pair is the first pair (in the source's order: LIDAS against looped, then dense; looped
   against dense) carrying the order's word;
 - the point estimate "excess" of a model is its drop minus the mean drop of its random head
-  sets (uniform: ``ctrl_<readout>``, layer-shaped: ``shaped_<readout>``).
+  sets (uniform: ``ctrl_<readout>``, layer-shaped: ``shaped_<readout>``); on round 4 too it
+  is read on the difference scale (A9), on ``logprob`` as well, adjusted at 0.05/3;
+- a t-test figure that cannot be computed (no spread in the seeds) is a dash;
+- R4-gate's "checkpoint just before the first growth" is the card's last checkpoint with
+  per-head scores at or before the first growth step still at the initial depth (``step-N-pre``;
+  ``step-N`` at the same step is already grown); "an initial layer that some growth event
+  copies" is one with more than one final descendant, the layer maps composed as for the
+  lineage chance; it applies on round-4 stores only (earlier cards keep no per-head scores);
+- the fewest ``m`` reachable "given where the heads sit": a head >= 0.4 counts every final
+  descendant of its layer, any other head one (a head that forms after growth forms in one
+  place); the fewest heads covering the source's 10, "none" when no head is >= 0.4. Reading
+  every head of a layer that holds a formed head as covering its layer gives the same m once
+  enough of its heads are formed (two, where each has five descendants as in round 4's top
+  growth; every round-4 card so far has six);
+- a round-4 lineage row reads three gates: the schedule's fewest ``m``, R2's heads before
+  growth (the monitor) and R4-gate; its seeds that pass pass induction heads, in context,
+  both growth gates;
+- the growth-timing rows keep R2's monitor gate on round 4 (R4-lineage attaches R4-gate to
+  the lineage claim; "What a dry run of the reading found" reads the timing split on the
+  monitor), and compare the one pair R4-lineage declares.
 """
 
 from __future__ import annotations
@@ -137,6 +170,7 @@ READOUTS = ("cand_acc", "logprob")
 F1 = "F1/EM"
 ROUND4_ARMS = {"dense8r", "grown8r", "grown8rt", "grown8rte", "looped8r"}
 ROUND4_DROP_ARMS = ("grown8r", "grown8rt", "looped8r")
+ROUND4_TIMING = ("grown8rt", "grown8rte")  # R4-lineage: the growth-timing question's pair
 GRID = 4001
 EXCESS = ("excess_uniform", "excess_shaped")
 
@@ -169,6 +203,7 @@ class Model:
     chance: float | None = None  # lineage chance level of m
     first_growth: int | None = None
     card_note: str = ""
+    copied: CopiedHead | None = None  # round 4's gate, from the card's per-head scores
 
 
 def load_store(store: Path, cards: Path) -> tuple[list[Model], dict]:
@@ -203,18 +238,22 @@ def load_store(store: Path, cards: Path) -> tuple[list[Model], dict]:
 
 
 def read_card(model: Model, folder: Path) -> None:
-    card, log = folder / "card.json", folder / "duplication_log.json"
-    if not card.is_file() or not log.is_file():
+    card_path, log_path = folder / "card.json", folder / "duplication_log.json"
+    if not card_path.is_file() or not log_path.is_file():
         model.card_note = f"no card or duplication log in {folder}"
         return
-    history = read_json(card).get("history") or []
+    card, log = read_json(card_path), read_json(log_path)
+    history = card.get("history") or []
     scores = [h["score"] for h in history if h.get("step", 1e18) <= model.first_growth]
     model.before_growth = max(scores) if scores else None
     row = model.row
     per_layer = int(row["heads"]) // int(row["layers"])
-    descendants = descendant_counts(read_json(log), per_layer)
+    descendants = descendant_counts(log, per_layer)
     top, k = int(row.get("src_top", SOURCE_TOP)), int(row.get("src_heads", SOURCE_HEADS))
     model.chance = chance_ancestors(tuple(descendants), top, k)
+    entry = pre_growth_checkpoint(card, model.first_growth, int(log["initial_depth"]))
+    if entry is not None:
+        model.copied = copied_head(entry, layer_descendants(log), k)
 
 
 # ------------------------------------------------------------------------------------ gates
@@ -241,6 +280,54 @@ def heads_before_growth(model: Model) -> bool | None:
     if model.before_growth is None:
         return None
     return model.before_growth >= INDUCTION_MIN
+
+
+@dataclass
+class CopiedHead:
+    """R4-gate, read on the card's per-head scores (distance 32) just before the first growth."""
+
+    step: int
+    layers: list[int]  # initial layers holding a head >= 0.4
+    copied: list[int]  # initial layers that some growth event copies
+    best: tuple[int, float] | None  # the strongest head of a copied layer: (layer, score)
+    reachable: int | None  # fewest ancestors m reachable for k heads; None: no head formed
+
+    @property
+    def passes(self) -> bool:
+        return bool(set(self.layers) & set(self.copied))
+
+
+def pre_growth_checkpoint(card: dict, first_growth: int, initial_depth: int) -> dict | None:
+    """The card's last checkpoint with per-head scores at or before the first growth, still at
+    the initial depth (``step-N-pre``; ``step-N`` at the same step is already grown)."""
+    found = [
+        e
+        for e in card.get("checkpoints") or []
+        if e.get("head_scores")
+        and e.get("step", math.inf) <= first_growth
+        and len(e["head_scores"]) == initial_depth
+    ]
+    return max(found, key=lambda e: e["step"]) if found else None
+
+
+def copied_head(entry: dict, layer_desc: list[int], k: int) -> CopiedHead:
+    scores = entry["head_scores"]
+    layers = [i for i, heads in enumerate(scores) if max(heads) >= INDUCTION_MIN]
+    copied = [i for i, d in enumerate(layer_desc) if d > 1]
+    best = max(((i, max(scores[i])) for i in copied), key=lambda b: b[1], default=None)
+    reach = reachable_ancestors(scores, layer_desc, k)
+    return CopiedHead(int(entry["step"]), layers, copied, best, reach)
+
+
+def reachable_ancestors(scores: list[list[float]], layer_desc: list[int], k: int) -> int | None:
+    """Fewest initial heads whose final descendants can cover k heads, where a head already
+    >= 0.4 counts every descendant of its layer and any other head one (a head that forms
+    after growth forms in one place). None when no head has formed."""
+    formed = [layer_desc[i] for i, heads in enumerate(scores) for h in heads if h >= INDUCTION_MIN]
+    if not formed:
+        return None
+    others = sum(len(heads) for heads in scores) - len(formed)
+    return fewest_covering(tuple(formed + [1] * others), k)
 
 
 def readout_key(readout: str) -> str:
@@ -539,8 +626,8 @@ def word(lo: float, hi: float, null: float, effect: float) -> str:
 # ----------------------------------------------------------------------------- the lineage
 
 
-def descendant_counts(log: dict, heads_per_layer: int) -> list[int]:
-    """Final descendants of each initial head, composing every event's layer map."""
+def layer_descendants(log: dict) -> list[int]:
+    """Final descendants of each initial layer, composing every event's layer map."""
     ancestry = list(range(int(log["initial_depth"])))
     for event in log.get("events", []):
         new = []
@@ -548,8 +635,12 @@ def descendant_counts(log: dict, heads_per_layer: int) -> list[int]:
             main = max(sources, key=lambda s: s[1])  # a mixed layer descends from its largest part
             new.append(ancestry[int(main[0])])
         ancestry = new
-    counts = [ancestry.count(layer) for layer in range(int(log["initial_depth"]))]
-    return [c for c in counts for _ in range(heads_per_layer)]
+    return [ancestry.count(layer) for layer in range(int(log["initial_depth"]))]
+
+
+def descendant_counts(log: dict, heads_per_layer: int) -> list[int]:
+    """Final descendants of each initial head."""
+    return [c for c in layer_descendants(log) for _ in range(heads_per_layer)]
 
 
 def fewest_covering(parts: tuple[int, ...], k: int) -> int:
@@ -590,6 +681,7 @@ class Reading:
     text: dict = field(default_factory=dict)  # field -> exact string
     checks: list = field(default_factory=list)  # (label, stored, mine, ok)
     skip: str | None = None
+    words: dict = field(default_factory=dict)  # a drop claim's word on each scale
 
 
 def family_models(models: list[Model]) -> dict[str, list[Model]]:
@@ -743,12 +835,24 @@ def drop_cells(ctx: Context, arm: str, a_models, b_models, readout: str) -> Read
     out.verdict = chosen.pop() if len(chosen) == 1 else "inconclusive"
     for i, name in enumerate(EXCESS, start=1):
         xa, xb = values(a_models, readout, i), values(b_models, readout, i)
-        if np.isnan(xa).any() or np.isnan(xb).any() or ctx.round4:
-            if not ctx.round4:
-                out.numbers[name] = None
+        if np.isnan(xa).any() or np.isnan(xb).any():
+            out.numbers[name] = None
             continue
         out.numbers[name] = [xb.mean() - xa.mean(), *shift_interval(xa, xb, ALPHA / m)]
+    out.words = words
     return out
+
+
+def round4_scales_check(out: Reading, stored: str | None, declared: str) -> None:
+    """Round 4 prints both scales' words, the declared one marked ``(declared)`` (or not)."""
+    found = re.findall(r"(difference|ratio) (\w+)( \(declared\))?", stored or "")
+    got = {scale: w for scale, w, _ in found}
+    marked = [scale for scale, _, mark in found if mark]
+    ok = got == out.words and marked in ([], [declared])
+    mine = ", ".join(
+        f"{s} {w}" + (" (declared)" if s == declared else "") for s, w in out.words.items()
+    )
+    out.checks.append(("scales", stored, mine, ok))
 
 
 def zoo_check(out: Reading, stored: str, readout: str, pairs) -> None:
@@ -778,6 +882,8 @@ def read_drop(ctx: Context, arm: str, secondary: bool, row: dict) -> Reading:
         readout, readout_ok = primary_readout(ctx, fams)
         a_models, b_models = ctx.families[ctx.dense], ctx.families[arm]
         out = drop_cells(ctx, arm, a_models, b_models, readout)
+        if ctx.round4:
+            round4_scales_check(out, row.get("scales"), scales_for(ctx, readout)[0])
         counts = gate_counts(models, readout)
         floors = [primary_floor(ctx, f) for f in ctx.arms]
         testable = seeds_ok(floors, ctx.arms.index(arm))
@@ -798,6 +904,8 @@ def read_drop(ctx: Context, arm: str, secondary: bool, row: dict) -> Reading:
         left_check(out, row.get("decided_by") or "", left)
         return out
     out = drop_cells(ctx, arm, a_models, b_models, readout)
+    if ctx.round4:
+        round4_scales_check(out, row.get("scales"), scales_for(ctx, readout)[0])
     floors = [secondary_floor(ctx, f) for f in ctx.arms]
     if not seeds_ok(floors, ctx.arms.index(arm)):
         out.verdict = "untestable here"
@@ -845,17 +953,18 @@ def read_lineage(ctx: Context, fam: str, secondary: bool, row: dict) -> Reading:
     models = ctx.families.get(fam, [])
     if not models:
         return Reading(skip=f"no family {fam} in the store")
-    if ctx.round4:
-        return Reading(skip="round-4 lineage gate (copied head before growth) not reimplemented")
     if any(m.chance is None for m in models):
         return Reading(skip=models[0].card_note or "no training card")
+    if ctx.round4 and any(m.copied is None for m in models):
+        return Reading(skip="no per-head scores before the first growth in a card")
     text = row.get("decided_by") or ""
     out = Reading()
     fewest = min(int(m.row["src_min"]) for m in models)
-    ms = [float(m.row["src_ancestors"]) for m in models]
     if not secondary:
         no_head = [m for m in models if not heads_before_growth(m)]
-        out.verdict = "untestable here" if fewest > SOURCE_M or no_head else None
+        no_copy = [m for m in models if ctx.round4 and not m.copied.passes]
+        untestable = fewest > SOURCE_M or no_head or no_copy
+        out.verdict = "untestable here" if untestable else None
         found = re.search(r"(\d+) of (\d+) seeds had no induction head before", text)
         if no_head or found:
             mine = f"{len(no_head)} of {len(models)}"
@@ -865,20 +974,21 @@ def read_lineage(ctx: Context, fam: str, secondary: bool, row: dict) -> Reading:
         if fewest > SOURCE_M or found:
             got = found.group(1) if found else "none"
             out.checks.append(("fewest m", got, str(fewest), got == str(fewest)))
+        if ctx.round4:
+            k = int(models[0].row.get("src_heads", SOURCE_HEADS))
+            copied_gate_check(out, text, no_copy, k)
         copied = float(np.mean([m.row.get("src_copied", math.nan) for m in models]))
         number_check(out, text, r"; ([\d.]+) of the 12 strongest heads descend", copied, "copied")
-        zoo = f"m = {np.mean(ms):.1f} (fewest possible {fewest})"
-        stored_zoo = row.get("zoo") or ""
-        got = re.match(r"m = ([\d.]+) \(fewest possible (\d+)\)", stored_zoo)
-        ok = bool(got) and close(got.group(1), np.mean(ms)) and int(got.group(2)) == fewest
-        out.checks.append(("zoo", stored_zoo, zoo, ok))
+        lineage_zoo_check(out, row.get("zoo"), models, fewest)
         if out.verdict is None:
             fill_lineage(out, models, ALPHA)
+            effect = SOURCE_M - float(np.mean([m.chance for m in models]))
+            number_check(out, text, r"against the source's ([+-]?[\d.]+)", effect, "effect")
         else:
             for name in ("difference", "interval", "detectable", "power"):
                 out.numbers[name] = None
         return out
-    keep = [m for m in models if has_heads(m) and in_context(m) and heads_before_growth(m)]
+    keep = [m for m in models if lineage_passes(ctx, m)]
     left = sorted(m.name for m in models if m not in keep)
     left_check(out, text, left)
     if not keep:
@@ -887,17 +997,92 @@ def read_lineage(ctx: Context, fam: str, secondary: bool, row: dict) -> Reading:
             out.numbers[name] = None
         return out
     fill_lineage(out, keep, ALPHA)
-    chance = float(np.mean([m.chance for m in keep]))
-    found = re.match(
-        r"m = ([\d.]+) over (\d+) seeds \(([^)]*)\); chance ([\d.]+)", row.get("zoo") or ""
-    )
-    if found:
-        vals = [float(v) for v in found.group(3).split(",")]
-        mine = [float(m.row["src_ancestors"]) for m in keep]
-        ok = close(found.group(1), np.mean(mine)) and int(found.group(2)) == len(keep)
-        ok &= vals == mine and close(found.group(4), chance)
-        out.checks.append(("zoo", row.get("zoo"), f"m {mine}, chance {chance:.4f}", ok))
+    floor = signflip_floor(len(keep))
+    number_check(out, text, r"allow no sign-flip p below ([\d.]+)", floor, "sign-flip floor")
+    lineage_zoo_check(out, row.get("zoo"), keep, fewest)
     return out
+
+
+def lineage_passes(ctx: Context, m: Model) -> bool:
+    """A1/A2 and R4-lineage: the gates a seed of the lineage claim must pass."""
+    copied = not ctx.round4 or (m.copied is not None and m.copied.passes)
+    return has_heads(m) and in_context(m) and bool(heads_before_growth(m)) and copied
+
+
+def lineage_zoo_check(out: Reading, stored: str | None, models: list[Model], fewest: int) -> None:
+    """``m = 5.8 over 6 seeds (6, 5, ...); chance 7.8, fewest possible 2`` (the part after
+    ``m = x`` only where printed)."""
+    stored = stored or ""
+    ms = [float(m.row["src_ancestors"]) for m in models]
+    chance = float(np.mean([m.chance for m in models]))
+    mine = f"m = {np.mean(ms):.2f} over {len(ms)} seeds {ms}; chance {chance:.4f}"
+    mine += f", fewest possible {fewest}"
+    head = re.match(r"m = ([\d.]+)", stored)
+    low = re.search(r"fewest possible (\d+)", stored)
+    ok = bool(head and low) and close(head.group(1), np.mean(ms)) and int(low.group(1)) == fewest
+    if over := re.search(r"over (\d+) seeds \(([^)]*)\)", stored):
+        vals = [float(v) for v in over.group(2).split(",")]
+        ok &= int(over.group(1)) == len(ms) and vals == ms
+    if got := re.search(r"chance ([\d.]+)", stored):
+        ok &= close(got.group(1), chance)
+    out.checks.append(("zoo", stored, mine, ok))
+
+
+def balanced(text: str, start: int) -> str:
+    """The text inside the parenthesis opened at ``text[start]``."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start + 1 : i]
+    return text[start + 1 :]
+
+
+def copied_detail(gate: CopiedHead, k: int) -> str:
+    """R4-gate's detail as the stored row words it."""
+    layers = f"{gate.layers}" if gate.layers else "none"
+    copied = f"{gate.copied}" if gate.copied else "none"
+    best = f" (best there L{gate.best[0]} {gate.best[1]:.2f})" if gate.best else ""
+    reach = "none (no head formed)" if gate.reachable is None else str(gate.reachable)
+    return (
+        f"step {gate.step}: heads >= 0.4 in layers {layers}; growth copies initial layers "
+        f"{copied}{best}; fewest ancestors m reachable for {k} heads: {reach}"
+    )
+
+
+def copied_gate_check(out: Reading, text: str, failing: list[Model], k: int) -> None:
+    """Every seed named as failing R4-gate, and each one's detail, against mine."""
+    stored: dict[str, str] = {}
+    for found in re.finditer(r"([\w.-]+) fails copied head before growth ?", text):
+        after = found.end()
+        stored[found.group(1)] = balanced(text, after) if text[after : after + 1] == "(" else ""
+    mine = {m.name: m for m in failing}
+    if sorted(stored) != sorted(mine):
+        show = ", ".join(sorted(mine)) or "none"
+        out.checks.append(("copied head before growth", ", ".join(sorted(stored)), show, False))
+    for name in sorted(set(stored) & set(mine)):
+        gate, got = mine[name].copied, stored[name]
+        ok = detail_matches(got, gate)
+        out.checks.append((f"copied head before growth, {name}", got, copied_detail(gate, k), ok))
+
+
+def detail_matches(got: str, gate: CopiedHead) -> bool:
+    """Each part of the stored detail that is printed matches (step, layers, best, m)."""
+
+    def ints(pattern: str) -> list[int] | None:
+        found = re.search(pattern, got)
+        return None if found is None else [int(x) for x in re.findall(r"\d+", found.group(1))]
+
+    ok = ints(r"step (\d+)") in (None, [gate.step])
+    ok &= ints(r"heads >= 0\.4 in layers (\[[^\]]*\]|none)") in (None, gate.layers)
+    ok &= ints(r"copies initial layers (\[[^\]]*\]|none)") in (None, gate.copied)
+    if best := re.search(r"best there L(\d+) ([\d.]+)", got):
+        ok &= gate.best is not None and int(best.group(1)) == gate.best[0]
+        ok &= gate.best is not None and close(best.group(2), gate.best[1])
+    if reach := re.search(r"reachable for \d+ heads: (\d+|none)", got):
+        mine = "none" if gate.reachable is None else str(gate.reachable)
+        ok &= reach.group(1) == mine
+    return bool(ok)
 
 
 def fill_lineage(out: Reading, models: list[Model], alpha: float) -> None:
@@ -914,44 +1099,72 @@ def fill_lineage(out: Reading, models: list[Model], alpha: float) -> None:
         out.verdict = word(*ci, 0.0, effect)
 
 
-def timing_arms(ctx: Context) -> tuple[str, str] | None:
-    grown = [f for f, ms in ctx.families.items() if ms[0].first_growth is not None]
-    if len(grown) != 2:
+def timing_roles(ctx: Context, fams: tuple[str, str]) -> tuple[str, str] | None:
+    """(heads-first, growth-first) from the growth schedule: the later first growth is the
+    heads-first arm (A4)."""
+    if any(f not in ctx.families for f in fams):
         return None
-    first = {f: max(m.first_growth for m in ctx.families[f]) for f in grown}
-    late, early = sorted(grown, key=lambda f: -first[f])
+    if any(m.first_growth is None for f in fams for m in ctx.families[f]):
+        return None
+    first = {f: max(m.first_growth for m in ctx.families[f]) for f in fams}
+    late, early = sorted(fams, key=lambda f: -first[f])
     return late, early
 
 
+def timing_arms(ctx: Context) -> tuple[str, str] | None:
+    """The pair the rules compare: R4-lineage's ``grown8rt`` against ``grown8rte`` on a
+    round-4 store, else the store's two grown families."""
+    if ctx.round4:
+        return timing_roles(ctx, ROUND4_TIMING)
+    grown = [f for f, ms in ctx.families.items() if ms[0].first_growth is not None]
+    return timing_roles(ctx, (grown[0], grown[1])) if len(grown) == 2 else None
+
+
+UNDECLARED = "arms (R4-lineage declares one pair: grown8rt against grown8rte)"
+TIMING_ZOO = re.compile(
+    r"^m: (\S+)(?: \([^)]*\))? ([\d.]+)(?: \((\d+) seeds\))? vs "
+    r"(\S+)(?: \([^)]*\))? ([\d.]+)(?: \((\d+) seeds\))?$"
+)
+
+
+def stored_timing_pair(row: dict) -> tuple[str, str] | None:
+    found = TIMING_ZOO.match(row.get("zoo") or "")
+    return (found.group(1), found.group(4)) if found else None
+
+
 def read_timing(ctx: Context, secondary: bool, row: dict) -> Reading:
-    arms = timing_arms(ctx)
-    if ctx.round4 or arms is None:
-        return Reading(skip="growth timing on this store not reimplemented (needs two grown arms)")
+    declared = timing_arms(ctx)
+    stored = stored_timing_pair(row)
+    arms = declared
+    if ctx.round4 and stored is not None and set(stored) != set(declared or ()):
+        arms = timing_roles(ctx, stored)  # read as printed, and named as a pair not declared
+        if arms is None:
+            mine = " vs ".join(declared) if declared else "none"
+            return Reading(checks=[(UNDECLARED, " vs ".join(stored), mine, False)])
+    if arms is None:
+        return Reading(skip="no pair of grown arms with a growth schedule to compare")
     late, early = arms
     models = ctx.families[late] + ctx.families[early]
     if any(m.chance is None for m in models):
         return Reading(skip="no training card")
     text = row.get("decided_by") or ""
     out = Reading()
+    if arms != declared:
+        mine = " vs ".join(declared) if declared else "none"
+        out.checks.append((UNDECLARED, " vs ".join(stored), mine, False))
     if not secondary:
-        breaks_late = [m for m in ctx.families[late] if heads_before_growth(m) is False]
-        breaks_early = [m for m in ctx.families[early] if heads_before_growth(m) is True]
+        split = {
+            late: [m for m in ctx.families[late] if heads_before_growth(m) is False],
+            early: [m for m in ctx.families[early] if heads_before_growth(m) is True],
+        }
         no_heads = [m for m in models if not has_heads(m)]
-        if breaks_late or breaks_early or no_heads:
+        if split[late] or split[early] or no_heads:
             out.verdict = "untestable here"
             for name in ("difference", "interval", "detectable", "power"):
                 out.numbers[name] = None
-        found = re.search(rf"(\d+) of (\d+) seeds of {re.escape(late)} had no head", text)
-        if breaks_late or found:
-            mine = f"{len(breaks_late)} of {len(ctx.families[late])}"
-            got = f"{found.group(1)} of {found.group(2)}" if found else "none"
-            out.checks.append(("seeds breaking the split", got, mine, got == mine))
-        found = re.search(r"training monitor: ([\d., ]+)\)", text)
-        if found and breaks_late:
-            got = [float(v) for v in found.group(1).split(",")]
-            mine = [m.before_growth for m in breaks_late]
-            ok = len(got) == len(mine) and all(close(f"{g}", v) for g, v in zip(got, mine))
-            out.checks.append(("monitor before growth", found.group(1), str(mine), ok))
+        for arm, word_ in ((late, "no"), (early, "a")):
+            split_check(out, text, arm, word_, split[arm], len(ctx.families[arm]))
+        timing_zoo_check(out, row.get("zoo"), ctx.families[late], ctx.families[early], False)
         if out.verdict is None:
             fill_timing(out, ctx.families[late], ctx.families[early])
         return out
@@ -968,9 +1181,50 @@ def read_timing(ctx: Context, secondary: bool, row: dict) -> Reading:
     if not keep_late or not keep_early:
         out.verdict = "untestable here"
         return out
+    timing_zoo_check(out, row.get("zoo"), keep_late, keep_early, True)
     effect = fill_timing(out, keep_late, keep_early)
     number_check(out, text, r"effect of interest ([+-]?[\d.]+)", effect, "effect of interest")
+    floor = perm_floor(len(keep_late), len(keep_early))
+    number_check(out, text, r"allow no permutation p below ([\d.]+)", floor, "permutation floor")
     return out
+
+
+def split_check(out: Reading, text: str, arm: str, had: str, breaks: list[Model], n: int) -> None:
+    """``k of n seeds of ARM had no/a head before the first growth (... monitor: x, y)``."""
+    found = re.search(
+        rf"(\d+) of (\d+) seeds of {re.escape(arm)} had {had} head before the first growth"
+        r"(?: \(strongest head up to it on the training monitor: ([\d., ]+)\))?",
+        text,
+    )
+    if not breaks and not found:
+        return
+    mine = f"{len(breaks)} of {n}"
+    got = f"{found.group(1)} of {found.group(2)}" if found else "none"
+    out.checks.append((f"seeds of {arm} breaking the split", got, mine, got == mine))
+    if found and found.group(3):
+        vals = [v.strip() for v in found.group(3).split(",")]
+        scores = [m.before_growth for m in breaks]
+        ok = len(vals) == len(scores) and all(close(v, x) for v, x in zip(vals, scores))
+        out.checks.append((f"monitor before growth, {arm}", found.group(3), str(scores), ok))
+
+
+def timing_zoo_check(out, stored: str | None, late, early, counts: bool) -> None:
+    """``m: LATE (...) x vs EARLY (...) y``, with ``(n seeds)`` on the seeds that pass."""
+    found = TIMING_ZOO.match(stored or "")
+    mine = " vs ".join(
+        f"{ms[0].family} {np.mean([float(m.row['src_ancestors']) for m in ms]):.2f}"
+        + (f" ({len(ms)} seeds)" if counts else "")
+        for ms in (late, early)
+    )
+    if not found:
+        out.checks.append(("zoo", stored, mine, False))
+        return
+    ok = True
+    for ms, (name, mean, n) in zip((late, early), (found.group(1, 2, 3), found.group(4, 5, 6))):
+        ok &= name == ms[0].family
+        ok &= close(mean, float(np.mean([float(m.row["src_ancestors"]) for m in ms])))
+        ok &= (n is None and not counts) or (n is not None and int(n) == len(ms))
+    out.checks.append(("zoo", stored, mine, bool(ok)))
 
 
 def fill_timing(out: Reading, late: list[Model], early: list[Model]) -> float:
@@ -1091,12 +1345,20 @@ def close(stored: str, mine: float) -> bool:
 
 
 def stored_numbers(value) -> list[str] | None:
+    """The printed numbers of a cell; None for a dash (``–``, ``– (–)``) or an empty cell."""
     if value is None or value in ("–", "-", ""):
         return None
     text = str(value)
     if text.startswith("x"):
         text = text[1:]
-    return NUMBER.findall(text)
+    return NUMBER.findall(text) or None
+
+
+def dash_if_nan(mine: list | None) -> list | None:
+    """Figures that cannot be computed (a t-test with no spread) print as a dash."""
+    if mine is not None and all(isinstance(v, float) and math.isnan(v) for v in mine):
+        return None
+    return mine
 
 
 def render(mine: list | None, stored: list[str] | None) -> str:
@@ -1122,7 +1384,7 @@ def compare(row: dict, reading: Reading) -> list[str]:
     for name in CHECKED:
         if name not in reading.numbers:
             continue
-        mine, stored = reading.numbers[name], stored_numbers(row.get(name))
+        mine, stored = dash_if_nan(reading.numbers[name]), stored_numbers(row.get(name))
         if mine is None and stored is None:
             continue
         ok = (
@@ -1185,6 +1447,28 @@ def expected_drop_rows(ctx: Context) -> list[str]:
     return rows
 
 
+TIMING_CLAIM = "lineage more concentrated when heads form before growth"
+
+
+def expected_timing_rows(ctx: Context, rows: list[dict]) -> list[str]:
+    """The declared pair's rows the store lacks: the primary always (A4), the seeds that pass
+    where a seed fails induction heads or breaks the split."""
+    arms = timing_arms(ctx)
+    if arms is None:
+        return []
+    late, early = arms
+    both = ctx.families[late] + ctx.families[early]
+    breaks = any(not has_heads(m) for m in both)
+    breaks |= any(heads_before_growth(m) is False for m in ctx.families[late])
+    breaks |= any(heads_before_growth(m) is True for m in ctx.families[early])
+    missing = []
+    for claim in [TIMING_CLAIM] + ([f"{TIMING_CLAIM}, on the seeds that pass"] if breaks else []):
+        pairs = [set(stored_timing_pair(r) or arms) for r in rows if r.get("claim") == claim]
+        if set(arms) not in pairs:
+            missing.append(f"{claim} ({late} vs {early})")
+    return missing
+
+
 def run(store: Path, cards: Path) -> tuple[list[dict], int]:
     models, reading = load_store(store, cards)
     ctx = make_context(models)
@@ -1200,11 +1484,12 @@ def run(store: Path, cards: Path) -> tuple[list[dict], int]:
         status = "MISMATCH" if problems else "OK"
         results.append({"claim": row.get("claim"), "status": status, "problems": problems})
     claims = [str(r.get("claim", "")) for r in reading["claims"] if isinstance(r, dict)]
-    for expected in expected_drop_rows(ctx):
-        if not any(c.endswith(expected) for c in claims):
-            results.append(
-                {"claim": expected, "status": "MISMATCH", "problems": ["row absent from the store"]}
-            )
+    absent = [e for e in expected_drop_rows(ctx) if not any(c.endswith(e) for c in claims)]
+    rows = [r for r in reading["claims"] if isinstance(r, dict)]
+    for expected in absent + expected_timing_rows(ctx, rows):
+        results.append(
+            {"claim": expected, "status": "MISMATCH", "problems": ["row absent from the store"]}
+        )
     bad = any(r["status"] == "MISMATCH" for r in results)
     return results, 1 if bad else 0
 
