@@ -150,6 +150,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from scipy import optimize
@@ -242,6 +243,7 @@ def read_card(model: Model, folder: Path) -> None:
     if not card_path.is_file() or not log_path.is_file():
         model.card_note = f"no card or duplication log in {folder}"
         return
+    assert model.first_growth is not None  # load_store reads a card for a grown model only
     card, log = read_json(card_path), read_json(log_path)
     history = card.get("history") or []
     scores = [h["score"] for h in history if h.get("step", 1e18) <= model.first_growth]
@@ -584,7 +586,9 @@ def detectable_t(se: float, df: int, alpha: float) -> float:
     hi = se
     while power_t(hi, se, df, alpha) < POWER:
         hi *= 2
-    return float(optimize.brentq(lambda d: power_t(d, se, df, alpha) - POWER, 0.0, hi))
+    # without full_output, brentq returns the root alone (scipy leaves it unannotated)
+    root = cast(float, optimize.brentq(lambda d: power_t(d, se, df, alpha) - POWER, 0.0, hi))
+    return float(root)
 
 
 def two_sample_se(a, b) -> tuple[float, int]:
@@ -855,7 +859,7 @@ def round4_scales_check(out: Reading, stored: str | None, declared: str) -> None
     out.checks.append(("scales", stored, mine, ok))
 
 
-def zoo_check(out: Reading, stored: str, readout: str, pairs) -> None:
+def zoo_check(out: Reading, stored: str | None, readout: str, pairs) -> None:
     """``readout: A +x (n seeds) vs B +y (n seeds)``: readout, means and counts."""
     found = re.match(
         r"^(.+?): (\S+) ([+-]?\d+\.\d+)(?: \((\d+) seeds\))? vs (\S+) ([+-]?\d+\.\d+)"
@@ -962,7 +966,8 @@ def read_lineage(ctx: Context, fam: str, secondary: bool, row: dict) -> Reading:
     fewest = min(int(m.row["src_min"]) for m in models)
     if not secondary:
         no_head = [m for m in models if not heads_before_growth(m)]
-        no_copy = [m for m in models if ctx.round4 and not m.copied.passes]
+        # on round 4 every m.copied is set (a family with one missing is skipped above)
+        no_copy = [m for m in models if ctx.round4 and m.copied is not None and not m.copied.passes]
         untestable = fewest > SOURCE_M or no_head or no_copy
         out.verdict = "untestable here" if untestable else None
         found = re.search(r"(\d+) of (\d+) seeds had no induction head before", text)
@@ -982,7 +987,7 @@ def read_lineage(ctx: Context, fam: str, secondary: bool, row: dict) -> Reading:
         lineage_zoo_check(out, row.get("zoo"), models, fewest)
         if out.verdict is None:
             fill_lineage(out, models, ALPHA)
-            effect = SOURCE_M - float(np.mean([m.chance for m in models]))
+            effect = SOURCE_M - float(np.mean([chance_of(m) for m in models]))
             number_check(out, text, r"against the source's ([+-]?[\d.]+)", effect, "effect")
         else:
             for name in ("difference", "interval", "detectable", "power"):
@@ -1003,6 +1008,12 @@ def read_lineage(ctx: Context, fam: str, secondary: bool, row: dict) -> Reading:
     return out
 
 
+def chance_of(m: Model) -> float:
+    """A model's lineage chance level, on a family whose every model has one."""
+    assert m.chance is not None  # read_lineage and read_timing skip a family with a model without
+    return m.chance
+
+
 def lineage_passes(ctx: Context, m: Model) -> bool:
     """A1/A2 and R4-lineage: the gates a seed of the lineage claim must pass."""
     copied = not ctx.round4 or (m.copied is not None and m.copied.passes)
@@ -1014,12 +1025,18 @@ def lineage_zoo_check(out: Reading, stored: str | None, models: list[Model], few
     ``m = x`` only where printed)."""
     stored = stored or ""
     ms = [float(m.row["src_ancestors"]) for m in models]
-    chance = float(np.mean([m.chance for m in models]))
+    chance = float(np.mean([chance_of(m) for m in models]))
     mine = f"m = {np.mean(ms):.2f} over {len(ms)} seeds {ms}; chance {chance:.4f}"
     mine += f", fewest possible {fewest}"
     head = re.match(r"m = ([\d.]+)", stored)
     low = re.search(r"fewest possible (\d+)", stored)
-    ok = bool(head and low) and close(head.group(1), np.mean(ms)) and int(low.group(1)) == fewest
+    ok = (
+        head is not None
+        and low is not None
+        # np.mean gives an np.float64, a float subclass (passed as is: it rounds as numpy does)
+        and close(head.group(1), cast(float, np.mean(ms)))
+        and int(low.group(1)) == fewest
+    )
     if over := re.search(r"over (\d+) seeds \(([^)]*)\)", stored):
         vals = [float(v) for v in over.group(2).split(",")]
         ok &= int(over.group(1)) == len(ms) and vals == ms
@@ -1062,6 +1079,7 @@ def copied_gate_check(out: Reading, text: str, failing: list[Model], k: int) -> 
         out.checks.append(("copied head before growth", ", ".join(sorted(stored)), show, False))
     for name in sorted(set(stored) & set(mine)):
         gate, got = mine[name].copied, stored[name]
+        assert gate is not None  # a seed fails R4-gate only on a gate that was read
         ok = detail_matches(got, gate)
         out.checks.append((f"copied head before growth, {name}", got, copied_detail(gate, k), ok))
 
@@ -1086,8 +1104,8 @@ def detail_matches(got: str, gate: CopiedHead) -> bool:
 
 
 def fill_lineage(out: Reading, models: list[Model], alpha: float) -> None:
-    y = np.array([float(m.row["src_ancestors"]) - m.chance for m in models])
-    chance = float(np.mean([m.chance for m in models]))
+    y = np.array([float(m.row["src_ancestors"]) - chance_of(m) for m in models])
+    chance = float(np.mean([chance_of(m) for m in models]))
     effect = SOURCE_M - chance
     ci = signflip_interval(y, alpha)
     out.numbers["difference"] = [float(y.mean())]
@@ -1106,7 +1124,10 @@ def timing_roles(ctx: Context, fams: tuple[str, str]) -> tuple[str, str] | None:
         return None
     if any(m.first_growth is None for f in fams for m in ctx.families[f]):
         return None
-    first = {f: max(m.first_growth for m in ctx.families[f]) for f in fams}
+    # every first_growth is set (checked just above): the filter only narrows the type
+    first = {
+        f: max(m.first_growth for m in ctx.families[f] if m.first_growth is not None) for f in fams
+    }
     late, early = sorted(fams, key=lambda f: -first[f])
     return late, early
 
@@ -1150,6 +1171,7 @@ def read_timing(ctx: Context, secondary: bool, row: dict) -> Reading:
     text = row.get("decided_by") or ""
     out = Reading()
     if arms != declared:
+        assert stored is not None  # arms leave the declared pair only for the stored one
         mine = " vs ".join(declared) if declared else "none"
         out.checks.append((UNDECLARED, " vs ".join(stored), mine, False))
     if not secondary:
@@ -1230,7 +1252,7 @@ def timing_zoo_check(out, stored: str | None, late, early, counts: bool) -> None
 def fill_timing(out: Reading, late: list[Model], early: list[Model]) -> float:
     a = np.array([float(m.row["src_ancestors"]) for m in early])
     b = np.array([float(m.row["src_ancestors"]) for m in late])
-    effect = SOURCE_M - float(np.mean([m.chance for m in early]))
+    effect = SOURCE_M - float(np.mean([chance_of(m) for m in early]))
     ci = shift_interval(a, b, ALPHA)
     out.numbers["difference"] = [float(b.mean() - a.mean())]
     out.numbers["interval"] = [*ci, *ci]
@@ -1330,7 +1352,7 @@ NUMBER = re.compile(r"[+-]?inf|[+-]?\d+(?:\.\d+)?")
 CHECKED = ("difference", "interval", "ratio", "detectable", "power", *EXCESS)
 
 
-def close(stored: str, mine: float) -> bool:
+def close(stored: str, mine: float | None) -> bool:
     """Within +-1 in the stored figure's last printed digit."""
     stored = stored.strip()
     if mine is None or (isinstance(mine, float) and math.isnan(mine)):
@@ -1503,6 +1525,7 @@ def line(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    assert __doc__ is not None  # stripped only under -OO, which strips this assert too
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("store", type=Path, help="folder with models/*.json and replication.json")
     parser.add_argument("--json", type=Path, help="write the per-claim results here")
