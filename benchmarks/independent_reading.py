@@ -145,6 +145,7 @@ import argparse
 import itertools
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -1531,10 +1532,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the per-claim results here")
     parser.add_argument("--cards", type=Path, default=CARDS, help="folder of <model>/card.json")
     args = parser.parse_args(argv)
+    if args.json is not None and not args.json.parent.is_dir():
+        print(f"error: --json {args.json}: no folder {args.json.parent}; create it or choose "
+              "another path", file=sys.stderr)  # fmt: skip
+        return 2
     try:
         results, code = run(args.store, args.cards)
     except InputError as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     for result in results:
         print(line(result))
@@ -1543,8 +1548,24 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
     if args.json:
-        args.json.write_text(json.dumps({"store": str(args.store), "claims": results}, indent=1))
+        try:
+            write_atomically(args.json, json.dumps({"store": str(args.store), "claims": results},
+                                                   indent=1))  # fmt: skip
+        except OSError as exc:
+            print(f"error: cannot write --json {args.json}: {exc.strerror}; choose another path",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     return code
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """A temporary file beside ``path``, then a rename: never a half-written file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,18 @@ def test_a_changed_drop_is_named_as_its_claims_mismatch(reading, capsys, tmp_pat
     assert f"OK        {LOOPED}" in lines  # a claim that does not read grown8c still matches
 
 
+def test_json_is_written_whole_or_refused_before_the_work(reading, capsys, tmp_path):
+    out = tmp_path / "reading.json"
+    code, _ = run_main(reading, [ZOO2, "--json", out], capsys)
+    data = json.loads(out.read_text())
+    assert code == 0 and data["store"] == str(ZOO2) and len(data["claims"]) == 10
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reading.json"]  # no temp file left
+    code = reading.main([str(ZOO2), "--json", str(tmp_path / "no" / "r.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: --json ")
+    assert not (tmp_path / "no").exists()
+
+
 @pytest.mark.parametrize("case", ["missing", "unparsable"])
 def test_bad_input_is_one_error_line_and_exit_2(case, tmp_path):
     store = tmp_path / "store"
