@@ -653,16 +653,17 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
     src = SOURCE["lineage"]
     for fam in grown:
         everyone = list(gates.loc[gates["family"] == fam, "model"])
-        per_seed = ["heads_before_growth"]
-        if (
-            "copied_head_before_growth" in gates
-            and gates.loc[gates["family"] == fam, "copied_head_before_growth"].notna().any()
-        ):
-            per_seed.append("copied_head_before_growth")  # R4-gate, where the cards record it
-        all_before = len(_passing(gates, fam, per_seed)) == len(everyone)
-        if fam in growth_first or all_before:
+        # R4-gate as the primary reads it: only a seed recorded without a copied head fails
+        # (None: nothing says where its heads sat, e.g. an earlier zoo's seeds without a series)
+        no_copy = set()
+        if "copied_head_before_growth" in gates:
+            fam_gates = gates[gates["family"] == fam]
+            failed = fam_gates["copied_head_before_growth"].map(lambda v: _is(v, False))
+            no_copy = set(fam_gates.loc[failed, "model"])
+        all_before = len(_passing(gates, fam, ["heads_before_growth"])) == len(everyone)
+        if fam in growth_first or (all_before and not no_copy):
             continue  # grown before heads by design, or no seed fails what the primary reads
-        kept = _passing(gates, fam, [*base, *per_seed])
+        kept = [m for m in _passing(gates, fam, [*base, "heads_before_growth"]) if m not in no_copy]
         fewest = float(models.loc[everyone, "src_min"].astype(float).min())
         row = {"claim": f"{src['heads']} of the {src['top']} strongest heads from "
                f"{src['ancestors']} ancestors ({fam}), {SECONDARY}",

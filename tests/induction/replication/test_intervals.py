@@ -112,6 +112,11 @@ def test_a_ratio_interval_holds_only_ratios_the_test_keeps():
         assert seed_test(b / rho, a).p_perm > alpha, rho
 
 
+def test_a_ratio_no_seed_count_can_bound_reaches_from_0_to_inf():
+    """2 vs 2 seeds: no split reaches p <= 0.05, so every ratio > 0 is kept."""
+    assert ratio_interval([0.1, 0.2], [0.5, 0.6]) == [(0.0, math.inf)]
+
+
 def test_too_few_seeds_give_an_unbounded_interval():
     """2 vs 2 seeds: no split reaches p <= 0.05, so every shift is kept."""
     ((lo, hi),) = shift_interval([0.1, 0.2], [0.5, 0.6])
