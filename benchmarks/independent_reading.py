@@ -21,10 +21,15 @@ The statistics are written from their definitions, by brute force:
   as extreme when ``|T_split| >= |T_observed|``. The test rejects at level ``alpha`` when
   ``p <= alpha``;
 - the interval holds every shift ``delta`` for which ``b - delta`` against ``a`` is not
-  rejected (every ratio ``rho`` for ``b / rho``), searched on a grid of 4,001 points over a
-  range that provably contains it, each accept/reject boundary then found by bisection to
-  1e-10; the interval is the hull of the accepted points. It is infinite where even the
-  most extreme split cannot reach ``p <= alpha`` (the limit of ``p`` far from the estimate);
+  rejected (every ratio ``rho`` for ``b / rho``), searched on a grid of 4,001 points, each
+  accept/reject boundary then found by bisection to 1e-10; the interval is the hull of the
+  accepted points. For shifts the grid's range provably contains the interval (widened
+  until both ends are rejected); it is infinite where even the most extreme split cannot
+  reach ``p <= alpha`` (the limit of ``p`` far from the estimate). For ratios the grid is
+  fixed, log-spaced over ``u = 1/rho`` in [1e-6, 1e6], and contains the interval only
+  where its ends lie in that range: an end is infinite (or 0) where ``p`` in the limit
+  (``u`` in the open gap just above 0, below every crossing; ``u`` without bound) exceeds
+  ``alpha``, and an accepted grid edge is read the same way;
 - the sign-flip test (lineage rows) enumerates every sign vector, inverted the same way;
 - the adjusted interval is taken at 0.05/m (Holm's first step, Bonferroni);
 - the seeds rule: the smallest p a comparison's seeds allow is 2/C(n_a + n_b, n_a) for equal
@@ -75,10 +80,12 @@ Read from outside the per-model JSONs, because they do not carry it:
 - copied head before growth (round 4): the card's ``checkpoints`` entry just before the first
   growth, its per-head scores ``head_scores[layer][head]`` (distance 32) against 0.4, and
   the initial layers growth copies from ``duplication_log.json``;
-- the lineage chance level: each grown model's ``duplication_log.json`` beside its card. It
-  is computed here exactly (the expectation over every draw of 12 of the model's heads, by
-  dynamic programming over ancestors), where the project averages 20,000 seeded draws: the
-  two differ by the project's Monte Carlo error (0.008 on zoo3), within the printed digits.
+- the schedule's fewest ``m`` (``ceil(k / the most final descendants one initial head has)``,
+  the per-model ``src_min`` left unread) and the lineage chance level: each grown model's
+  ``duplication_log.json`` beside its card. The chance level is computed here exactly (the
+  expectation over every draw of 12 of the model's heads, by dynamic programming over
+  ancestors), where the project averages 20,000 seeded draws: the two differ by the
+  project's Monte Carlo error (0.008 on zoo3), within the printed digits.
 
 Not rechecked: the above-chance gate's per-task Wilson bounds (per-task chance is not
 stored; the stored count of tasks above chance is read, ``gate_above_<readout>`` or the gates
@@ -117,7 +124,9 @@ Ambiguities, and the reading taken:
   pair is the first pair (in the source's order: LIDAS against looped, then dense; looped
   against dense) carrying the order's word;
 - the point estimate "excess" of a model is its drop minus the mean drop of its random head
-  sets (uniform: ``ctrl_<readout>``, layer-shaped: ``shaped_<readout>``); on round 4 too it
+  sets, the mean taken here over the stored per-set drops (uniform: ``ctrl_drops``, or
+  ``ctrl_drops_<readout>``; layer-shaped: ``shaped_drops_<readout>``; F1/EM has no
+  layer-shaped excess), never the stored means or ``excess``; on round 4 too it
   is read on the difference scale (A9), on ``logprob`` as well, adjusted at 0.05/3;
 - a t-test figure that cannot be computed (no spread in the seeds) is a dash;
 - R4-gate's "checkpoint just before the first growth" is the card's last checkpoint with
@@ -203,6 +212,7 @@ class Model:
     probe: dict | None = None
     before_growth: float | None = None  # strongest monitor score up to the first growth
     chance: float | None = None  # lineage chance level of m
+    fewest: int | None = None  # fewest ancestors the growth schedule allows for k heads
     first_growth: int | None = None
     card_note: str = ""
     copied: CopiedHead | None = None  # round 4's gate, from the card's per-head scores
@@ -254,6 +264,7 @@ def read_card(model: Model, folder: Path) -> None:
     descendants = descendant_counts(log, per_layer)
     top, k = int(row.get("src_top", SOURCE_TOP)), int(row.get("src_heads", SOURCE_HEADS))
     model.chance = chance_ancestors(tuple(descendants), top, k)
+    model.fewest = fewest_allowed(descendants, k)
     entry = pre_growth_checkpoint(card, model.first_growth, int(log["initial_depth"]))
     if entry is not None:
         model.copied = copied_head(entry, layer_descendants(log), k)
@@ -355,7 +366,7 @@ def saturated(model: Model, readout: str) -> bool:
     if chance is None:
         return False
     clean = row["clean"] if readout == F1 else row[f"clean_{readout}"]
-    ablated = clean - drops_of(model, readout)[0]
+    ablated = clean - drops_of(model, readout).drop
     return ablated - chance <= SATURATION_SHARE * (clean - chance)
 
 
@@ -377,18 +388,43 @@ def readout_failures(model: Model, readout: str) -> list[str]:
     return out
 
 
-def drops_of(model: Model, readout: str) -> tuple[float, float | None, float | None]:
-    """(drop, excess over uniform heads, excess over layer-shaped heads) on a readout."""
+@dataclass(frozen=True)
+class Drops:
+    """A model's drop on a readout and its excesses over the random head sets (None where the
+    store keeps no per-set drops to compute one from)."""
+
+    drop: float
+    excess_uniform: float | None
+    excess_shaped: float | None
+
+
+def control_mean(value) -> float | None:
+    """Mean of a stored list of per-control drops (a list, or its JSON text); None if absent."""
+    if value is None:
+        return None
+    try:
+        drops = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError as exc:
+        raise InputError(f"a stored list of control drops is not valid JSON ({exc})") from exc
+    if not isinstance(drops, list) or not drops:
+        return None
+    return float(np.mean([float(d) for d in drops]))
+
+
+def drops_of(model: Model, readout: str) -> Drops:
+    """The drop and ``drop - mean(control drops)`` over uniform (``ctrl_drops``,
+    ``ctrl_drops_<readout>``) and layer-shaped (``shaped_drops_<readout>``) head sets."""
     row = model.row
     if readout == F1:
-        drop = row["drop"]
-        uniform = row["excess"] if row.get("excess") is not None else None
-        return drop, uniform, None
-    drop = row[f"drop_{readout}"]
-    ctrl, shaped = row.get(f"ctrl_{readout}"), row.get(f"shaped_{readout}")
-    return (
+        drop = float(row["drop"])
+        uniform, shaped = control_mean(row.get("ctrl_drops")), None
+    else:
+        drop = float(row[f"drop_{readout}"])
+        uniform = control_mean(row.get(f"ctrl_drops_{readout}"))
+        shaped = control_mean(row.get(f"shaped_drops_{readout}"))
+    return Drops(
         drop,
-        None if ctrl is None else drop - ctrl,
+        None if uniform is None else drop - uniform,
         None if shaped is None else drop - shaped,
     )
 
@@ -418,11 +454,12 @@ def sign_matrix(n: int) -> np.ndarray:
 
 
 @dataclass
-class Linear:
-    """Each relabelling's statistic T_s(theta) = P_s + theta Q_s; ``obs`` is the data's own."""
+class LinearPermutationTest:
+    """Each relabelling's statistic ``T_s(theta) = intercept_s + theta slope_s``; ``obs`` is
+    the data's own relabelling."""
 
-    P: np.ndarray
-    Q: np.ndarray
+    intercept: np.ndarray
+    slope: np.ndarray
     obs: int
 
     def pvalues(self, thetas: np.ndarray) -> np.ndarray:
@@ -430,39 +467,39 @@ class Linear:
         out = np.empty(len(thetas))
         for start in range(0, len(thetas), 256):
             th = thetas[start : start + 256, None]
-            t = np.abs(self.P[None, :] + th * self.Q[None, :])
+            t = np.abs(self.intercept[None, :] + th * self.slope[None, :])
             tobs = t[:, self.obs : self.obs + 1]
-            tol = 1e-9 * (1.0 + np.abs(th) + np.abs(self.P).max())
+            tol = 1e-9 * (1.0 + np.abs(th) + np.abs(self.intercept).max())
             out[start : start + 256] = (t >= tobs - tol).mean(axis=1)
         return out
 
     def p_limit(self) -> float:
-        """p as |theta| grows without bound: only |Q| matters."""
-        q = np.abs(self.Q)
+        """p as |theta| grows without bound: only |slope| matters."""
+        q = np.abs(self.slope)
         return float((q >= q[self.obs] * (1 - 1e-12)).mean())
 
 
-def shift_test(a: np.ndarray, b: np.ndarray) -> Linear:
+def shift_test(a: np.ndarray, b: np.ndarray) -> LinearPermutationTest:
     """``b - delta`` against ``a``, difference of means (b minus a)."""
     x = np.concatenate([a, b])
     is_b = np.r_[np.zeros(len(a)), np.ones(len(b))]
     m = split_matrix(len(a), len(b))
     n_a, n_b = len(a), len(b)
     in_s, k = m @ x, m @ is_b
-    p = in_s / n_b - (x.sum() - in_s) / n_a
-    q = -(k / n_b - (n_b - k) / n_a)
-    return Linear(p, q, observed_split(m, n_a))
+    intercept = in_s / n_b - (x.sum() - in_s) / n_a
+    slope = -(k / n_b - (n_b - k) / n_a)
+    return LinearPermutationTest(intercept, slope, observed_split(m, n_a))
 
 
-def ratio_test(a: np.ndarray, b: np.ndarray) -> Linear:
+def ratio_test(a: np.ndarray, b: np.ndarray) -> LinearPermutationTest:
     """``b * u`` (u = 1/rho) against ``a``, difference of means."""
     n_a, n_b = len(a), len(b)
     m = split_matrix(n_a, n_b)
     xa, xb = np.r_[a, np.zeros(n_b)], np.r_[np.zeros(n_a), b]
     sa, sb = m @ xa, m @ xb
-    p = sa / n_b - (a.sum() - sa) / n_a
-    q = sb / n_b - (b.sum() - sb) / n_a
-    return Linear(p, q, observed_split(m, n_a))
+    intercept = sa / n_b - (a.sum() - sa) / n_a
+    slope = sb / n_b - (b.sum() - sb) / n_a
+    return LinearPermutationTest(intercept, slope, observed_split(m, n_a))
 
 
 def observed_split(m: np.ndarray, n_a: int) -> int:
@@ -470,17 +507,19 @@ def observed_split(m: np.ndarray, n_a: int) -> int:
     return int(np.flatnonzero((m == target).all(axis=1))[0])
 
 
-def signflip_test(y: np.ndarray) -> Linear:
+def signflip_test(y: np.ndarray) -> LinearPermutationTest:
     """Sign-flip test of mean(y - mu) = 0."""
     s = sign_matrix(len(y))
-    return Linear(s @ y / len(y), -s.mean(axis=1), 0)
+    return LinearPermutationTest(s @ y / len(y), -s.mean(axis=1), 0)
 
 
-def perm_p(test: Linear) -> float:
+def perm_p(test: LinearPermutationTest) -> float:
     return float(test.pvalues(np.array([0.0]))[0])
 
 
-def accepted_hull(test: Linear, alpha: float, lo: float, hi: float, log: bool = False):
+def accepted_hull(
+    test: LinearPermutationTest, alpha: float, lo: float, hi: float, log: bool = False
+):
     """Hull of {theta in [lo, hi]: p(theta) > alpha}: grid, then bisection at each edge."""
     grid = np.geomspace(lo, hi, GRID) if log else np.linspace(lo, hi, GRID)
     ok = test.pvalues(grid) > alpha
@@ -492,7 +531,7 @@ def accepted_hull(test: Linear, alpha: float, lo: float, hi: float, log: bool = 
     return left, right, first == 0, last == len(grid) - 1
 
 
-def bisect(test: Linear, alpha: float, rejected: float, accepted: float) -> float:
+def bisect(test: LinearPermutationTest, alpha: float, rejected: float, accepted: float) -> float:
     for _ in range(200):
         if abs(accepted - rejected) <= 1e-10 * (1.0 + abs(accepted)):
             break
@@ -504,7 +543,7 @@ def bisect(test: Linear, alpha: float, rejected: float, accepted: float) -> floa
     return accepted
 
 
-def line_interval(test: Linear, alpha: float, span: tuple[float, float]):
+def line_interval(test: LinearPermutationTest, alpha: float, span: tuple[float, float]):
     """Interval on the real line; ``span`` contains every accepted theta when bounded."""
     if test.p_limit() > alpha:
         return -math.inf, math.inf
@@ -538,7 +577,7 @@ def signflip_interval(y, alpha) -> tuple[float, float]:
 def ratio_interval(a, b, alpha) -> tuple[float, float]:
     """rho > 0 with ``b / rho`` against ``a`` not rejected; searched over u = 1/rho."""
     test = ratio_test(np.asarray(a, float), np.asarray(b, float))
-    hi = math.inf if test.pvalues(np.array([0.0]))[0] > alpha else None
+    hi = math.inf if test.pvalues(np.array([just_above_zero(test)]))[0] > alpha else None
     lo = 0.0 if test.p_limit() > alpha else None
     hull = accepted_hull(test, alpha, 1e-6, 1e6, log=True)
     if hull is None:
@@ -549,6 +588,19 @@ def ratio_interval(a, b, alpha) -> tuple[float, float]:
     if lo is None:
         lo = 0.0 if at_hi else 1.0 / u_hi
     return lo, hi
+
+
+def just_above_zero(test: LinearPermutationTest) -> float:
+    """A u in the open gap (0, first crossing): half the smallest positive theta at which some
+    relabelling's |T_s| meets the observed |T_obs| (p is constant between crossings), so p
+    there is p as rho = 1/u grows without bound, read inside rho > 0. Crossings below 1e-12
+    are ties at 0 up to rounding, not a gap."""
+    a, b = test.intercept, test.slope
+    a0, b0 = a[test.obs], b[test.obs]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        roots = np.concatenate([(a0 - a) / (b - b0), -(a0 + a) / (b + b0)])
+    positive = roots[np.isfinite(roots) & (roots > 1e-12)]
+    return 0.5 * float(positive.min()) if positive.size else 1.0
 
 
 def perm_floor(n_a: int, n_b: int) -> float:
@@ -648,6 +700,13 @@ def descendant_counts(log: dict, heads_per_layer: int) -> list[int]:
     return [c for c in layer_descendants(log) for _ in range(heads_per_layer)]
 
 
+def fewest_allowed(descendants: list[int], k: int) -> int:
+    """The fewest ancestors whose final descendants can hold k heads: ``ceil(k / the most
+    descendants one initial head has)`` (docs/replication.md, "the fewest m the growth schedule
+    allows")."""
+    return math.ceil(k / max(max(descendants, default=1), 1))
+
+
 def fewest_covering(parts: tuple[int, ...], k: int) -> int:
     covered = 0
     for used, part in enumerate(sorted(parts, reverse=True), start=1):
@@ -698,18 +757,21 @@ def family_models(models: list[Model]) -> dict[str, list[Model]]:
 
 @dataclass
 class Context:
-    models: list[Model]
     families: dict[str, list[Model]]
     dense: str
     arms: list[str]  # drop-claim families, in order
     round4: bool
+    readouts: tuple[str, ...]  # the verdict readouts (``pass_<r>`` in the gates table), in order
 
     @property
     def m(self) -> int:
         return max(len(self.arms), 1)
 
 
-def make_context(models: list[Model]) -> Context:
+def make_context(models: list[Model], readouts: tuple[str, ...] | None = None) -> Context:
+    """``readouts``: the store's verdict readouts; by default those every model has a drop on."""
+    if readouts is None:
+        readouts = tuple(r for r in available_readouts(models) if r != F1)
     families = family_models(models)
     dense = [f for f, ms in families.items() if ms[0].kind == "dense"]
     if len(dense) != 1:
@@ -723,7 +785,7 @@ def make_context(models: list[Model]) -> Context:
             (f for f in families if f != dense[0]),
             key=lambda f: (order.get(families[f][0].kind, 2), f),
         )
-    return Context(models, families, dense[0], arms, round4)
+    return Context(families, dense[0], arms, round4, readouts)
 
 
 def source_effects(kind: str) -> tuple[float, float]:
@@ -798,26 +860,21 @@ def secondary_p(ctx: Context, arm: str) -> float:
     readout, ok, a, b = secondary_sets(ctx, arm)
     if not (ok and a and b):
         return 1.0
-    return perm_p(shift_test(values(a, readout, 0), values(b, readout, 0)))
+    return perm_p(shift_test(values(a, readout), values(b, readout)))
 
 
-def values(models: list[Model], readout: str, which: int) -> np.ndarray:
-    return np.array([drops_of(m, readout)[which] for m in models], dtype=float)
-
-
-def gate_counts(models: list[Model], readout: str) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for m in models:
-        for gate in model_failures(m) + readout_failures(m, readout):
-            counts[gate] = counts.get(gate, 0) + 1
-    return counts
+def values(models: list[Model], readout: str, which: str = "drop") -> np.ndarray:
+    """One field of :class:`Drops` (``drop``, ``excess_uniform``, ``excess_shaped``) per model;
+    NaN where it is None."""
+    out = [getattr(drops_of(m, readout), which) for m in models]
+    return np.array([math.nan if v is None else v for v in out], dtype=float)
 
 
 def drop_cells(ctx: Context, arm: str, a_models, b_models, readout: str) -> Reading:
     kind = ctx.families[arm][0].kind
     diff_src, ratio_src = source_effects(kind)
     m = ctx.m
-    a, b = values(a_models, readout, 0), values(b_models, readout, 0)
+    a, b = values(a_models, readout), values(b_models, readout)
     diff = b.mean() - a.mean()
     ci = shift_interval(a, b, ALPHA)
     ci_adj = shift_interval(a, b, ALPHA / m)
@@ -838,8 +895,8 @@ def drop_cells(ctx: Context, arm: str, a_models, b_models, readout: str) -> Read
         out.text["scales"] = ", ".join(f"{s} {words[s]}" for s in used)
     chosen = {words[s] for s in used}
     out.verdict = chosen.pop() if len(chosen) == 1 else "inconclusive"
-    for i, name in enumerate(EXCESS, start=1):
-        xa, xb = values(a_models, readout, i), values(b_models, readout, i)
+    for name in EXCESS:
+        xa, xb = values(a_models, readout, name), values(b_models, readout, name)
         if np.isnan(xa).any() or np.isnan(xb).any():
             out.numbers[name] = None
             continue
@@ -849,11 +906,12 @@ def drop_cells(ctx: Context, arm: str, a_models, b_models, readout: str) -> Read
 
 
 def round4_scales_check(out: Reading, stored: str | None, declared: str) -> None:
-    """Round 4 prints both scales' words, the declared one marked ``(declared)`` (or not)."""
+    """Round 4 prints both scales' words, exactly the declared one marked ``(declared)`` (on
+    the primary row and on the row on the seeds that pass alike)."""
     found = re.findall(r"(difference|ratio) (\w+)( \(declared\))?", stored or "")
     got = {scale: w for scale, w, _ in found}
     marked = [scale for scale, _, mark in found if mark]
-    ok = got == out.words and marked in ([], [declared])
+    ok = got == out.words and marked == [declared]
     mine = ", ".join(
         f"{s} {w}" + (" (declared)" if s == declared else "") for s, w in out.words.items()
     )
@@ -889,13 +947,13 @@ def read_drop(ctx: Context, arm: str, secondary: bool, row: dict) -> Reading:
         out = drop_cells(ctx, arm, a_models, b_models, readout)
         if ctx.round4:
             round4_scales_check(out, row.get("scales"), scales_for(ctx, readout)[0])
-        counts = gate_counts(models, readout)
+        blocked = any(model_failures(m) or readout_failures(m, readout) for m in models)
         floors = [primary_floor(ctx, f) for f in ctx.arms]
         testable = seeds_ok(floors, ctx.arms.index(arm))
-        if counts or not readout_ok or not testable:
+        if blocked or not readout_ok or not testable:
             out.verdict = "untestable here"
-        gate_text_check(out, row.get("decided_by") or "", counts, len(models))
-        pairs = [(ctx.dense, values(a_models, readout, 0)), (arm, values(b_models, readout, 0))]
+        gate_text_check(out, row.get("decided_by") or "", ctx, models)
+        pairs = [(ctx.dense, values(a_models, readout)), (arm, values(b_models, readout))]
         zoo_check(out, row.get("zoo"), readout, pairs)
         return out
     readout, ok, a_models, b_models = secondary_sets(ctx, arm)
@@ -921,20 +979,43 @@ def read_drop(ctx: Context, arm: str, secondary: bool, row: dict) -> Reading:
     number_check(out, text, r"permutation p ([\d.e-]+)", ps[i], "permutation p")
     number_check(out, text, r"Holm ([\d.e-]+) over", holm(ps)[i], "Holm p")
     number_check(out, text, r"adjusted intervals \(0\.05/(\d+)\)", ctx.m, "Holm family m")
-    pairs = [(ctx.dense, values(a_models, readout, 0)), (arm, values(b_models, readout, 0))]
+    pairs = [(ctx.dense, values(a_models, readout)), (arm, values(b_models, readout))]
     zoo_check(out, row.get("zoo"), readout, pairs)
     return out
 
 
-def gate_text_check(out: Reading, text: str, counts: dict[str, int], total: int) -> None:
-    stored = {
-        gate.strip(): (int(n), int(tot))
-        for n, tot, gate in re.findall(r"(\d+) of (\d+) fail ([^;]+)", text)
-    }
-    mine = {gate: (n, total) for gate, n in counts.items()}
+def gate_failure_parts(ctx: Context, models: list[Model]) -> list[str]:
+    """A drop row's failure counts as printed, in order: ``N of M fail induction heads``, ``...
+    fail in-context probe``, then with verdict readouts ``... fail the <r> gate (above chance,
+    not saturated)`` for each readout in order, else (an F1/EM record) ``... fail clean above
+    chance`` and ``N of M have a saturated drop``; a gate no model fails is not printed."""
+    n = len(models)
+    counts = [
+        ("induction heads", sum(not has_heads(m) for m in models)),
+        ("in-context probe", sum(not in_context(m) for m in models)),
+    ]
+    if ctx.readouts:
+        counts += [
+            (f"the {r} gate (above chance, not saturated)",
+             sum(bool(readout_failures(m, r)) for m in models))
+            for r in ctx.readouts
+        ]  # fmt: skip
+    else:
+        counts.append(("clean above chance", sum(not above_chance(m, F1) for m in models)))
+    parts = [f"{k} of {n} fail {label}" for label, k in counts if k]
+    saturations = sum(saturated(m, F1) for m in models) if not ctx.readouts else 0
+    if saturations:
+        parts.append(f"{saturations} of {n} have a saturated drop")
+    return parts
+
+
+def gate_text_check(out: Reading, text: str, ctx: Context, models: list[Model]) -> None:
+    stored = [
+        p.strip() for p in re.findall(r"\d+ of \d+ (?:fail [^;]+|have a saturated drop)", text)
+    ]
+    mine = gate_failure_parts(ctx, models)
     if stored != mine:
-        show = "; ".join(f"{n} of {t} fail {g}" for g, (n, t) in sorted(mine.items()))
-        out.checks.append(("gate failures", text, show or "none", False))
+        out.checks.append(("gate failures", "; ".join(stored), "; ".join(mine) or "none", False))
 
 
 def left_check(out: Reading, text: str, left: list[str]) -> None:
@@ -964,7 +1045,7 @@ def read_lineage(ctx: Context, fam: str, secondary: bool, row: dict) -> Reading:
         return Reading(skip="no per-head scores before the first growth in a card")
     text = row.get("decided_by") or ""
     out = Reading()
-    fewest = min(int(m.row["src_min"]) for m in models)
+    fewest = min(fewest_of(m) for m in models)
     if not secondary:
         no_head = [m for m in models if not heads_before_growth(m)]
         # on round 4 every m.copied is set (a family with one missing is skipped above)
@@ -1013,6 +1094,12 @@ def chance_of(m: Model) -> float:
     """A model's lineage chance level, on a family whose every model has one."""
     assert m.chance is not None  # read_lineage and read_timing skip a family with a model without
     return m.chance
+
+
+def fewest_of(m: Model) -> int:
+    """A model's fewest ancestors allowed, on a family whose every model has a card."""
+    assert m.fewest is not None  # read_card sets it with the chance read_lineage requires
+    return m.fewest
 
 
 def lineage_passes(ctx: Context, m: Model) -> bool:
@@ -1492,9 +1579,15 @@ def expected_timing_rows(ctx: Context, rows: list[dict]) -> list[str]:
     return missing
 
 
+def verdict_readouts(reading: dict) -> tuple[str, ...]:
+    """The readouts whose gate columns (``pass_<r>`` or ``testable_<r>``) the gates table has."""
+    rows = [g for g in reading.get("gates") or [] if isinstance(g, dict)]
+    return tuple(r for r in READOUTS if any(f"pass_{r}" in g or f"testable_{r}" in g for g in rows))
+
+
 def run(store: Path, cards: Path) -> tuple[list[dict], int]:
     models, reading = load_store(store, cards)
-    ctx = make_context(models)
+    ctx = make_context(models, verdict_readouts(reading))
     results = []
     for row in reading["claims"]:
         if not isinstance(row, dict):

@@ -46,7 +46,7 @@ def test_zoo3_every_rechecked_claim_matches(reading, capsys):
     assert len(rows) == len(claims)
     ok = [x for x in rows if x.startswith("OK")]
     assert f"OK        {GROWN}" in ok and f"OK        {GROWN}, on the seeds that pass" in ok
-    assert len(ok) >= 14  # every drop row, the lineage, timing, RegBench and FLOPs rows
+    assert len(ok) == len(claims)  # every row rechecked: drops, lineage, timing, RegBench, FLOPs
 
 
 def test_zoo2_every_rechecked_claim_matches(reading, capsys):
@@ -56,6 +56,10 @@ def test_zoo2_every_rechecked_claim_matches(reading, capsys):
     assert not [x for x in lines if x.startswith("MISMATCH")], lines
     assert code == 0
     assert "OK        top-20% ablation costs looped (looped8) more than dense" in lines
+    rows = lines[:-1]
+    assert len([x for x in rows if x.startswith("OK")]) == 9, rows
+    skipped = [x for x in rows if x.startswith("not rechecked")]
+    assert len(skipped) == 1 and skipped[0].startswith("not rechecked  RegBench"), skipped
 
 
 def test_a_changed_drop_is_named_as_its_claims_mismatch(reading, capsys, tmp_path):
@@ -74,6 +78,98 @@ def test_a_changed_drop_is_named_as_its_claims_mismatch(reading, capsys, tmp_pat
     assert named and "difference: stored '+0.048'" in named[0], lines
     assert any(x.startswith(f"MISMATCH  {GROWN}, on the seeds that pass:") for x in lines)
     assert f"OK        {LOOPED}" in lines  # a claim that does not read grown8c still matches
+
+
+def test_stored_means_and_src_min_are_unread_the_per_control_drops_are(reading, capsys, tmp_path):
+    """The excess cells come from the per-control lists, the schedule's fewest m from the
+    duplication log: garbage in the stored means, ``excess`` and ``src_min`` changes nothing;
+    a changed list is named on the excess cell."""
+    store = tmp_path / "zoo3"
+    shutil.copytree(ZOO3 / "models", store / "models")
+    shutil.copy(ZOO3 / "replication.json", store / "replication.json")
+    for path in (store / "models").glob("*.json"):
+        data = json.loads(path.read_text())
+        row = data["row"]
+        for key in ("excess", "ctrl_mean", *(f"{w}_{r}" for w in ("ctrl", "shaped")
+                                             for r in ("cand_acc", "logprob"))):  # fmt: skip
+            if key in row:
+                row[key] = 99.0
+        row["src_min"] = 9
+        path.write_text(json.dumps(data))
+    code, lines = run_main(reading, [store], capsys)
+    assert code == 0 and lines[-1] == "16 OK, 0 MISMATCH, 0 not rechecked", lines
+
+    path = next((store / "models").glob("grown8c-s0-*.json"))
+    data = json.loads(path.read_text())
+    drops = json.loads(data["row"]["ctrl_drops_cand_acc"])
+    data["row"]["ctrl_drops_cand_acc"] = json.dumps([d - 0.8 for d in drops])  # excess +0.8
+    path.write_text(json.dumps(data))
+    code, lines = run_main(reading, [store], capsys)
+    named = [x for x in lines if x.startswith(f"MISMATCH  {GROWN}:")]
+    assert code == 1 and named and "excess_uniform: stored '+0.078" in named[0], lines
+
+
+def test_excess_is_the_drop_less_the_mean_of_the_stored_control_drops(reading):
+    row = {"drop_cand_acc": 0.5, "ctrl_cand_acc": 0.0, "shaped_cand_acc": 0.0}
+    row |= {"ctrl_drops_cand_acc": "[0.1, 0.3]", "shaped_drops_cand_acc": [0.2, 0.2, 0.5]}
+    row |= {"drop": 0.4, "excess": 0.0, "ctrl_drops": "[0.1, 0.2]"}
+    m = reading.Model("x-s0", "x", "lidas", 0, row)
+    got = reading.drops_of(m, "cand_acc")
+    assert got.drop == 0.5 and got.excess_uniform == pytest.approx(0.3)
+    assert got.excess_shaped == pytest.approx(0.2)
+    got = reading.drops_of(m, reading.F1)
+    assert got.drop == 0.4 and got.excess_uniform == pytest.approx(0.25)
+    assert got.excess_shaped is None
+    bare = reading.Model("y-s0", "y", "lidas", 0, {"drop": 0.4, "excess": 0.1})
+    assert reading.drops_of(bare, reading.F1) == reading.Drops(0.4, None, None)
+
+
+def test_fewest_m_the_schedule_allows_is_read_from_the_duplication_log(reading):
+    assert reading.fewest_allowed(reading.descendant_counts(growth_log(3), 8), 10) == 2
+    assert reading.fewest_allowed([2, 2, 1, 1], 10) == 5  # zoo2's lidas8: src_min 5
+    assert reading.fewest_allowed([1] * 64, 10) == 10
+
+
+def test_ratio_p_at_the_open_end_is_read_just_above_u_0(reading):
+    """u = 1/rho = 0 is outside rho > 0: there three splits tie with the observed one, which
+    just above 0 are less extreme, so p there (0.1) is below p at u = 0 (0.4)."""
+    test = reading.ratio_test(np.array([0.0, -1.0, -2.0]), np.array([10.0, 20.0, 30.0]))
+    u = reading.just_above_zero(test)
+    assert u > 0
+    p = test.pvalues(np.array([0.0, u, u / 1000]))
+    assert p[0] == pytest.approx(0.4) and p[1] == pytest.approx(0.1) == p[2]
+
+
+def test_gate_failures_are_listed_as_printed(reading):
+    def gated(fam: str, seed: int, above: int, clean: float = 0.9, drop: float = 0.3, **kw):
+        m = model(reading, fam, seed, 0.0, **kw)
+        m.row |= {"tasks_in_mean": 4, "gate_above_cand_acc": above, "gate_above_logprob": 4}
+        m.row |= {"gate_above_task_metric": above, "gate_chance_cand_acc": 0.1}
+        m.row |= {"gate_chance_task_metric": 0.1, "clean": clean, "drop": drop}
+        m.row |= {"clean_cand_acc": clean, "drop_cand_acc": drop, "drop_logprob": 1.0}
+        return m
+
+    models = [gated("dense8r", 0, 4), gated("dense8r", 1, 1, in_context=False)]
+    models += [gated("looped8r", 0, 4, drop=0.85), gated("looped8r", 1, 4)]  # s0 saturated
+    models[3].row["max_induction"] = 0.1
+    ctx = reading.make_context(models, ("cand_acc", "logprob"))
+    assert reading.gate_failure_parts(ctx, models) == [
+        "1 of 4 fail induction heads",
+        "1 of 4 fail in-context probe",
+        "2 of 4 fail the cand_acc gate (above chance, not saturated)",
+    ]
+    ctx = reading.make_context(models, ())
+    assert reading.gate_failure_parts(ctx, models) == [
+        "1 of 4 fail induction heads",
+        "1 of 4 fail in-context probe",
+        "1 of 4 fail clean above chance",
+        "1 of 4 have a saturated drop",
+    ]
+    out = reading.Reading()
+    reading.gate_text_check(
+        out, "1 of 4 fail induction heads; 1 of 4 fail in-context probe", ctx, models
+    )
+    assert len(out.checks) == 1 and not out.checks[0][-1]
 
 
 def test_json_is_written_whole_or_refused_before_the_work(reading, capsys, tmp_path):
@@ -168,7 +264,7 @@ def model(reading, fam: str, seed: int, m: float, **kw):
     grown = fam.startswith("grown")
     kind = {"dense8r": "dense", "looped8r": "looped"}.get(fam, "lidas")
     row = {"model": f"{fam}-s{seed}", "family": fam, "seed": seed, "max_induction": 0.9}
-    row |= {"src_ancestors": m, "src_min": 2, "src_copied": 10, "heads": 64, "layers": 8}
+    row |= {"src_ancestors": m, "src_copied": 10, "heads": 64, "layers": 8}  # no src_min: unread
     out = reading.Model(row["model"], fam, kind, seed, row)
     out.probe = {"lookup": 1.0, "lookup_chance": 0.2, "varassign": 0.9, "position_gap": 0.01}
     if kw.get("in_context") is False:
@@ -180,6 +276,7 @@ def model(reading, fam: str, seed: int, m: float, **kw):
         desc = reading.descendant_counts(log, 8)
         out.first_growth, out.before_growth = first, kw.get("monitor", 0.9)
         out.chance = reading.chance_ancestors(tuple(desc), 12, 10)
+        out.fewest = reading.fewest_allowed(desc, 10)
         entry = {"step": first, "head_scores": card_scores(kw.get("head", 0.9))}
         out.copied = reading.copied_head(entry, reading.layer_descendants(log), 10)
     return out
@@ -313,11 +410,12 @@ def test_round4_timing_reads_only_the_declared_pair(reading):
     assert reading.expected_timing_rows(ctx, rows) == [f"{TIMING}{PASSING} (grown8rt vs grown8rte)"]
 
 
-def test_round4_drop_rows_check_excess_and_both_scales(reading):
+def test_round4_scales_need_both_words_and_exactly_the_declared_scale_marked(reading):
     out = reading.Reading(words={"difference": "disagree", "ratio": "inconclusive"})
     for stored, ok in [
         ("difference disagree (declared), ratio inconclusive", True),
-        ("difference disagree, ratio inconclusive", True),
+        ("difference disagree, ratio inconclusive", False),  # the declared scale unmarked
+        ("difference disagree (declared), ratio inconclusive (declared)", False),
         ("difference disagree, ratio inconclusive (declared)", False),
         ("difference agree (declared), ratio inconclusive", False),
     ]:
