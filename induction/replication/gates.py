@@ -628,10 +628,11 @@ def secondary_claims(rep, gates: pd.DataFrame, by_src: dict[str, list[str]]) -> 
         adjusted = holm([t[2] for t in tested] + [1.0] * untested)
         # the seeds rule after Holm: the smallest adjusted p with every claim at its floor
         floors = holm([t[3] for t in tested] + [1.0] * untested)
+        round4 = is_round4(gates["family"])
         for (row, diff, p, _, left, ka, kb, label, src), p_holm, best in zip(
             tested, adjusted, floors, strict=False
         ):
-            scale = ROUND4_SCALES.get(label) if is_round4(gates["family"]) else None
+            scale = ROUND4_SCALES.get(label) if round4 else None
             cells, reading = drop_cells(models, ka, kb, None if label == "F1/EM" else label,
                                         src, m, scale)  # fmt: skip
             row |= cells

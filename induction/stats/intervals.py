@@ -86,25 +86,17 @@ def _invert_lines(
     with np.errstate(divide="ignore", invalid="ignore"):
         cross = np.concatenate([-(a_s - a0) / (b_s - b0), -(a_s + a0) / (b_s + b0)])
     cross = np.unique(cross[np.isfinite(cross)])
-    if positive:
-        # 0 bounds the domain like a crossing: the gap (0, first crossing) is the lowest point
+    if positive:  # 0 bounds the domain like a crossing: the gap (0, first crossing) is lowest
         cross = cross[cross > 0]
-        bounds = np.r_[0.0, cross]
-        span = max(1.0, float(bounds[-1]))
-        points = np.sort(
-            np.concatenate([cross, (bounds[:-1] + bounds[1:]) / 2, [bounds[-1] + span]])
-        )
-        lowest = 0.0
+        edges = np.r_[0.0, cross]
     else:
         if len(cross) == 0:  # every statistic parallel to the observed one: p is constant
             cross = np.array([0.0])
-        span = max(1.0, float(np.abs(cross).max()))
-        points = np.sort(
-            np.concatenate(
-                [cross, (cross[:-1] + cross[1:]) / 2, [cross[0] - span, cross[-1] + span]]
-            )
-        )
-        lowest = -math.inf
+        edges = cross
+    span = max(1.0, float(np.abs(edges).max()))
+    outer = [edges[-1] + span] if positive else [edges[0] - span, edges[-1] + span]
+    points = np.sort(np.concatenate([cross, (edges[:-1] + edges[1:]) / 2, outer]))
+    lowest = 0.0 if positive else -math.inf
     p = np.full(len(points), np.nan)
 
     def p_at(lo: int, hi: int) -> np.ndarray:
