@@ -24,14 +24,22 @@ Per model, through the jobs ``induction fv``, ``induction scan`` and ``induction
 
 Writes ``<out-dir>/<model>.json`` (every number) as each model lands and a markdown table
 (``--markdown``) that docs/results.md links; ``--fast`` is a smoke-test size.
+
+Resumable across processes and machines: each finished step (the task gates, the two
+rankings, each arm) is kept in ``<out-dir>/<model>.partial.json`` (sealed, written atomically)
+and a rerun with the same model files, settings and code resumes after the last one; commit
+that file and a fresh clone resumes too (SmolLM2 at 20 controls is about ten CPU-hours, a
+session three). It is deleted once ``<model>.json`` is written. Delete it to start afresh.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +56,12 @@ from induction.scores.scan import scan  # noqa: E402
 from induction.store.io import write_json, write_text  # noqa: E402
 
 EXCLUDE = 0.02  # Yin and Steinhardt's exclusion: the other kind's top 2%
+#: Packages whose code decides a step's numbers (with everything they import; their syntax
+#: trees, as the replication store keys its measurements), besides this script's own bytes.
+STEP_CODE = ("ablation", "induction.circuits.fv", "induction.scores.scan")
+#: Arguments that do not change a step's numbers: which arms run, and where results go.
+NOT_SETTINGS = ("models", "fracs", "out_dir", "markdown", "from_results")
+
 #: Least answer probability the corruption must take away (clean minus corrupted) before the
 #: FV scores mean anything: fixed in advance, a tenth of the probability.
 HEADROOM = 0.1
@@ -61,6 +75,77 @@ def top(table: pd.DataFrame, column: str, frac: float) -> set[tuple[int, int]]:
 
 def suite_of(loaded, args) -> str:
     return args.suite or ("zoofacts" if loaded.info.zoo_vocabulary else "words")
+
+
+def step_key(loaded, args) -> str:
+    """Content key of one model's steps: its files (or loaded weights), dtype, the settings
+    and the code. A stored step is read only under the same key."""
+    from induction.replication.store import code_hash, model_hash
+    from induction.store.fingerprint import fingerprint
+
+    settings = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_SETTINGS}
+    script = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return fingerprint(model_hash(loaded), str(loaded.info.dtype), settings,
+                       code_hash(STEP_CODE), script, length=32)  # fmt: skip
+
+
+@dataclass
+class Steps:
+    """The finished steps of one model's comparison, kept in ``path`` after each step, and
+    the seconds they took over every process that ran them."""
+
+    path: Path
+    key: str
+    model: str
+    done: dict = field(default_factory=dict)
+    seconds_before: float = 0.0
+    started: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def open(cls, path: Path, key: str, model: str) -> Steps:
+        """The steps stored at ``path`` under ``key``; none (with one line on stderr saying
+        why) for a file of other inputs or one that fails its seal."""
+        from induction.store.seals import open_record
+
+        fresh = cls(path, key, model)
+        if not path.is_file():
+            return fresh
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            data = None
+        if isinstance(data, dict) and data.get("key") != key:
+            print(f"note: {path} holds steps of other inputs (model files, settings or code); "
+                  "starting afresh", file=sys.stderr)  # fmt: skip
+            return fresh
+        body = open_record(data)
+        if body is None:
+            print(f"note: {path} fails its seal (edited or damaged); starting afresh",
+                  file=sys.stderr)  # fmt: skip
+            return fresh
+        return cls(path, key, model, dict(body["steps"]), float(body["seconds"]))
+
+    @property
+    def seconds(self) -> float:
+        return self.seconds_before + time.perf_counter() - self.started
+
+    def put(self, name: str, value) -> None:
+        from induction.store.seals import seal_record
+
+        self.done[name] = json.loads(json.dumps(value, default=_plain))  # as a rerun reads it
+        record = {"key": self.key, "model": self.model, "seconds": round(self.seconds, 1),
+                  "steps": self.done}  # fmt: skip
+        write_json(self.path, seal_record(record))
+
+    def finish(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _plain(obj):
+    """numpy scalars as Python numbers, for JSON."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} is not JSON")
 
 
 def tasks_done(loaded, args) -> tuple[list[str] | None, list[dict]]:
@@ -106,9 +191,8 @@ def both_scores(loaded, args, tasks: list[str] | None) -> pd.DataFrame:
     return heads, result.baselines
 
 
-def rankings(loaded, args, tasks: list[str] | None) -> tuple[pd.DataFrame, dict]:
-    """Both scores per head, and how the two top sets relate."""
-    heads, baselines = both_scores(loaded, args, tasks)
+def rankings(heads: pd.DataFrame, baselines: pd.DataFrame, args) -> dict:
+    """How the two top sets of both scores per head relate."""
     per_task = baselines.groupby("task")[["p_clean", "p_corrupted", "headroom"]].mean()
     facts = {"suite": None, "n_heads": len(heads), "corruption": args.corruption,
              **{k: float(v) for k, v in per_task.mean().items()},
@@ -121,7 +205,7 @@ def rankings(loaded, args, tasks: list[str] | None) -> tuple[pd.DataFrame, dict]
     facts["fv_top10_layers"] = sorted(int(x) for x in fv_top["layer"])
     facts["fv_top10_induction_mean"] = float(fv_top["induction"].mean())
     facts["induction_all_mean"] = float(heads["induction"].mean())
-    return heads, facts
+    return facts
 
 
 def arm(loaded, scores, score: str, other: str, frac: float, args, tasks) -> dict:
@@ -199,44 +283,66 @@ def headroom_gate(facts: dict) -> tuple[bool, str]:
     )
 
 
-def measure(spec: str, args) -> dict:
+def measure(spec: str, args) -> tuple[dict, Steps]:
+    """One model's comparison, and its finished steps (deleted once the result is written)."""
     start = time.perf_counter()
     loaded = load_model(spec, device="cpu")
-    tasks, task_table = tasks_done(loaded, args)
+    name = loaded.info.name
+    steps = Steps.open(args.out_dir / f"{name}.partial.json", step_key(loaded, args), name)
+    if steps.done:
+        done = ", ".join(steps.done)
+        print(f"{name}: resuming after {len(steps.done)} finished steps ({done}; "
+              f"{steps.seconds_before:.0f} s) from {steps.path}")  # fmt: skip
+
+    def elapsed() -> str:
+        return f"({time.perf_counter() - start:.0f} s)"
+
+    if "gates" not in steps.done:
+        tasks, task_table = tasks_done(loaded, args)
+        steps.put("gates", {"tasks": tasks, "task_gates": task_table})
+    tasks, task_table = steps.done["gates"]["tasks"], steps.done["gates"]["task_gates"]
     if tasks is not None:
-        print(f"{loaded.info.name}: {len(tasks)} of {len(task_table)} tasks above chance: "
-              f"{', '.join(tasks) or 'none'} ({time.perf_counter() - start:.0f} s)")  # fmt: skip
+        print(f"{name}: {len(tasks)} of {len(task_table)} tasks above chance: "
+              f"{', '.join(tasks) or 'none'} {elapsed()}")  # fmt: skip
         if not tasks:
-            return {"model": loaded.info.name, "tasks": [], "task_gates": task_table,
-                    "testable": False, "gate": "no pair task above chance", "arms": []}  # fmt: skip
-    heads, facts = rankings(loaded, args, tasks)
-    print(f"{loaded.info.name}: FV and induction scores ({time.perf_counter() - start:.0f} s)")
+            return {"model": name, "tasks": [], "task_gates": task_table, "testable": False,
+                    "gate": "no pair task above chance", "arms": []}, steps  # fmt: skip
+    if "scores" not in steps.done:
+        heads, baselines = both_scores(loaded, args, tasks)
+        steps.put("scores", {"heads": heads.to_dict(orient="records"),
+                             "baselines": baselines.to_dict(orient="records")})  # fmt: skip
+    heads = pd.DataFrame(steps.done["scores"]["heads"])
+    facts = rankings(heads, pd.DataFrame(steps.done["scores"]["baselines"]), args)
+    print(f"{name}: FV and induction scores {elapsed()}")
     scores = heads[["layer", "head", "induction", "fv"]]
     arms = []
     for frac in args.fracs:
         for score, other in (("fv", "induction"), ("induction", "fv")):
-            arms.append(arm(loaded, scores, score, other, frac, args, tasks))
-            print(f"{loaded.info.name}: {score} heads at {frac:g} done "
-                  f"({time.perf_counter() - start:.0f} s)")  # fmt: skip
+            step = f"arm {score} {frac:g}"
+            if step not in steps.done:
+                steps.put(step, arm(loaded, scores, score, other, frac, args, tasks))
+                print(f"{name}: {score} heads at {frac:g} done {elapsed()}")
+            arms.append(steps.done[step])
     ok, why = chance_gate(arms, arms[0]["task_gates"])
     room_ok, room_why = headroom_gate(facts)
     if not room_ok:
         why = room_why if ok else f"{why}; {room_why}"
     ok = ok and room_ok
-    return {
-        "model": loaded.info.name,
+    result = {
+        "model": name,
         "tasks": tasks,
         "task_gates": task_table,
         "rankings": facts,
-        "heads": heads.to_dict(orient="records"),
+        "heads": steps.done["scores"]["heads"],
         "arms": arms,
         "testable": ok,
         "gate": why,
-        "seconds": time.perf_counter() - start,
+        "seconds": steps.seconds,
         "settings": {
             k: v for k, v in vars(args).items() if k not in ("models", "out_dir", "markdown")
         },
     }
+    return result, steps
 
 
 def markdown(found: list[dict]) -> str:
@@ -363,8 +469,9 @@ def main(argv: list[str] | None = None) -> int:
         args.fracs, args.controls, args.n_items, args.fv_prompts = [0.05], 2, 8, 4
     found = []
     for spec in args.models:
-        result = measure(spec, args)
+        result, steps = measure(spec, args)
         write_json(args.out_dir / f"{result['model']}.json", result)
+        steps.finish()
         found.append(result)
     table = markdown(found)
     print(table)

@@ -72,3 +72,59 @@ def test_fv_speed_paths_agree_with_the_loop(load_benchmark):
     assert out["heads"] == 6
     assert out["max_abs_cie_diff"] < 1e-5
     assert out["loop_over_prefix"] > 0 and out["full_over_prefix"] > 0
+
+
+def test_a_stopped_run_resumes_after_its_last_finished_step_with_the_same_numbers(
+    fvc, tmp_path, monkeypatch, capsys
+):
+    """The steps finished before a crash are kept (sealed) and a rerun reads them instead of
+    recomputing: the result is the uninterrupted run's, number for number. A file of other
+    settings or an edited one is not read."""
+    argv = ["lidas8", "--fast", "--out-dir"]
+    monkeypatch.setenv("INDUCTION_CACHE", str(tmp_path / "cache-a"))
+    fvc.main([*argv, str(tmp_path / "whole")])
+    whole = json.loads((tmp_path / "whole" / "lidas8-s0.json").read_text())
+    assert not (tmp_path / "whole" / "lidas8-s0.partial.json").exists()
+
+    monkeypatch.setenv("INDUCTION_CACHE", str(tmp_path / "cache-b"))
+    out = tmp_path / "stopped"
+    real_arm, calls = fvc.arm, []
+
+    def stops_at_the_second_arm(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the session ends here
+        return real_arm(*args, **kwargs)
+
+    monkeypatch.setattr(fvc, "arm", stops_at_the_second_arm)
+    with pytest.raises(KeyboardInterrupt):
+        fvc.main([*argv, str(out)])
+    partial = out / "lidas8-s0.partial.json"
+    kept = json.loads(partial.read_text())
+    assert list(kept["steps"]) == ["gates", "scores", "arm fv 0.05"]
+    assert not (out / "lidas8-s0.json").exists()
+
+    capsys.readouterr()
+
+    # an edited file is not read, nor one of other settings
+    partial.write_text(json.dumps({**kept, "seconds": kept["seconds"] + 1}))
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        fvc.main([*argv, str(out)])
+    assert "fails its seal (edited or damaged); starting afresh" in capsys.readouterr().err
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        fvc.main([*argv, str(out), "--mode", "zero"])
+    assert "steps of other inputs" in capsys.readouterr().err
+    assert json.loads(partial.read_text())["key"] != kept["key"]  # now --mode zero's steps
+
+    partial.write_text(json.dumps(kept))
+    computed = []
+    monkeypatch.setattr(fvc, "arm", lambda *a, **k: computed.append(a[2]) or real_arm(*a, **k))
+    fvc.main([*argv, str(out)])
+    assert computed == ["induction"]  # the FV arm was read, not run again
+    assert "resuming after 3 finished steps (gates, scores, arm fv 0.05" in capsys.readouterr().out
+    resumed = json.loads((out / "lidas8-s0.json").read_text())
+    assert not partial.exists()
+    for key in ("tasks", "task_gates", "rankings", "heads", "arms", "testable", "gate"):
+        assert resumed[key] == whole[key], key
