@@ -53,7 +53,7 @@ from ablation.config import AblationConfig  # noqa: E402
 from induction import load_model  # noqa: E402
 from induction.circuits.fv import fv_scores  # noqa: E402
 from induction.scores.scan import scan  # noqa: E402
-from induction.store.io import write_json, write_text  # noqa: E402
+from induction.store.io import json_types, write_json, write_text  # noqa: E402
 
 EXCLUDE = 0.02  # Yin and Steinhardt's exclusion: the other kind's top 2%
 #: Packages whose code decides a step's numbers (with everything they import; their syntax
@@ -132,20 +132,13 @@ class Steps:
     def put(self, name: str, value) -> None:
         from induction.store.seals import seal_record
 
-        self.done[name] = json.loads(json.dumps(value, default=_plain))  # as a rerun reads it
+        self.done[name] = json_types(value)  # as a rerun reads it
         record = {"key": self.key, "model": self.model, "seconds": round(self.seconds, 1),
                   "steps": self.done}  # fmt: skip
         write_json(self.path, seal_record(record))
 
     def finish(self) -> None:
         self.path.unlink(missing_ok=True)
-
-
-def _plain(obj):
-    """numpy scalars as Python numbers, for JSON."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"{type(obj).__name__} is not JSON")
 
 
 def tasks_done(loaded, args) -> tuple[list[str] | None, list[dict]]:

@@ -444,6 +444,12 @@ def write_json(path: str | Path, obj: Any, indent: int = 2) -> Path:
     return write_text(path, text)
 
 
+def json_types(obj: Any) -> Any:
+    """``obj`` as :func:`write_json` writes it and a reader gets it back: numpy scalars and
+    arrays, paths and tuples become plain JSON types (what a seal or a comparison needs)."""
+    return json.loads(json.dumps(obj, default=_json_default))
+
+
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
