@@ -30,6 +30,11 @@ def _says(readme: str, *phrases: str) -> None:
 _WORDS = {0: "none", 1: "one", 2: "two", 3: "all"}
 
 
+def _listed(items: list[str]) -> str:
+    """English list: "1, 5 and 10"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def _mean_row(path: Path, task: str) -> dict:
     rows = json.loads(path.read_text())["rows"]
     return next(r for r in rows if r["task"] == task)
@@ -84,9 +89,22 @@ def test_fv_comparison_numbers(readme):
     for fv, ind in zip(drops["fv"], drops["induction"], strict=True):
         assert fv in readme and ind in readme, f"README lacks the drops {fv} / {ind}"
     controls = record["settings"]["controls"]
-    _says(readme, f"Each arm has only {controls} random-head controls", f"--controls {controls}")
+    _says(
+        readme,
+        f"Each arm has {controls} uniform and {controls} layer-shaped",
+        f"--controls {controls}",
+    )
     floor = 1 / (controls + 1)
     _says(readme, f"no p can go below 1/{controls + 1} ({floor:.2f})")
+    testable = arms[~arms.verdict.str.startswith("untestable")]
+    at_floor = testable[(testable.score == "fv") & (testable.p_ctrl <= floor + 1e-9)]
+    fracs = [f"{f * 100:g}" for f in sorted(at_floor.frac)]
+    _says(readme, f"the FV heads reach that floor against\nuniform controls at {_listed(fracs)}%")
+    induction = testable[testable.score == "induction"].p_ctrl
+    assert (induction > floor + 1e-9).all()
+    _says(readme, f"the induction heads do not (p {induction.min():.2f}-{induction.max():.2f})")
+    _says(readme, f"over the {len(testable)} testable cells", f"(0.05/{len(testable)})")
+    assert 0.05 / len(testable) < floor, "the README says no cell passes Holm's first step"
 
 
 @pytest.mark.parametrize(
