@@ -290,3 +290,8 @@ def test_one_sample_power_matches_the_t_test_it_describes():
     rejected = stats.ttest_1samp(draws, 0.0, axis=1).pvalue < 0.05
     assert abs(rejected.mean() - 0.8) < 0.015
     assert math.isnan(one_sample_power(1.0, 1, 1.0)) and math.isnan(one_sample_detectable(6, 0))
+    # two seeds, one df: the noncentral t's tails are wide, so the shift lies beyond the
+    # normal-theory bracket (it raised there once, on a round-4 lineage row of two seeds)
+    for n, alpha in ((2, 0.05), (2, 0.05 / 3), (3, 0.05 / 3)):
+        shift = one_sample_detectable(n, 1.0, alpha=alpha)
+        assert abs(one_sample_power(shift, n, 1.0, alpha=alpha) - 0.8) < 1e-6, (n, alpha)
