@@ -73,8 +73,8 @@ def replicate(
         list[str] | None,
         typer.Option(
             "--families",
-            help="Zoo families (default: the second zoo, dense8c grown8c grown8ce looped8c "
-            "looped8cp; or all in --models-dir).",
+            help="Zoo families (default: round 4, dense8r grown8rt grown8rte grown8r looped8r; "
+            "or all in --models-dir).",
         ),
     ] = None,
     seeds: Annotated[list[int] | None, typer.Option("--seeds", help="Model seeds.")] = None,

@@ -5,8 +5,8 @@
   12 strongest heads from m ancestors" (Kapl et al. 2025) and, for the heads the ablation
   removes, how concentrated their ancestry is against random head sets;
 - ablation: :func:`ablation.ablate` (``induction ablate``; its prompt budget, head plan and
-  random controls), on the measured suite (``zootrain``, docs/replication.md) and on the ``zoo``
-  suite's RegBench task with the same plan (same target and control head sets).
+  random controls), on the measured suite (``zoo4g`` for round 4, docs/replication.md) and on
+  the ``zoo`` suite's RegBench task with the same plan (same target and control head sets).
 
 Per-model statistics come from :mod:`induction.stats`: the permutation p-value of the mean drop
 against the random controls (``(1 + k) / (1 + n)``, ``p_ctrl`` of the report) and a bootstrap

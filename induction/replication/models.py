@@ -27,12 +27,13 @@ SOURCE_FAMILY = {
     "looped8": "looped",
     "looped8p": "looped",
 }
-#: Families measured by default: the second fixed-protocol zoo (docs/zoo.md, "The second
-#: zoo"), the one that passes the in-context gates, trained as the source trains (growth at
-#: fixed steps, the same data and schedule for every family). The first fixed-protocol zoo
-#: (``dense8 lidas8 looped8 looped8p``, the record in ``benchmarks/results/zoo2``) and the
-#: first zoo (``dense grown looped``) can still be named with ``--families``.
-FAMILIES = ("dense8c", "grown8c", "grown8ce", "looped8c", "looped8cp")
+#: Families measured by default: round 4 (docs/zoo.md, "Round 4"; docs/replication.md, the R
+#: rules): dense, top growth after heads form (``grown8rt``) and its twin before they form
+#: (``grown8rte``), middle growth (``grown8r``) and looped, six seeds each on one data stream and
+#: schedule. The earlier zoos' families (``dense8c grown8c grown8ce looped8c looped8cp``, the
+#: record in ``benchmarks/results/zoo3``; ``dense8 lidas8 looped8 looped8p`` in ``zoo2``;
+#: ``dense grown looped``) can still be named with ``--families``.
+FAMILIES = ("dense8r", "grown8rt", "grown8rte", "grown8r", "looped8r")
 _NAME = re.compile(r"^(?P<family>[a-z][a-z0-9_]*)-s(?P<seed>\d+)$")
 
 

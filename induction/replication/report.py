@@ -511,6 +511,9 @@ def _design(rep) -> list[str]:
             else "the source's closed-book and primitive groups are asked in the zoo's training "
             "formats (zootrain, docs/replication.md); its other groups need skills never trained"
             if s.suite == "zootrain"
+            else "the source's 19 tasks in its four groups are asked in round 4's training "
+            "formats on that vocabulary (zoo4g, docs/replication.md), each skill trained"
+            if s.suite == "zoo4g"
             else f"the tasks are the {s.suite} suite's"
         )
         + (f", {len(s.tasks)} of them run here" if s.tasks else "")

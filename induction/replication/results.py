@@ -23,7 +23,7 @@ README_START = "<!-- replication:start -->"
 README_END = "<!-- replication:end -->"
 SUMMARY_START = "<!-- replication-summary:start -->"
 SUMMARY_END = "<!-- replication-summary:end -->"
-DEFAULT_FIGURE = "../benchmarks/results/zoo3/replication.png"  # relative to docs/
+DEFAULT_FIGURE = "../benchmarks/results/zoo4/replication.png"  # relative to docs/
 
 
 def payload(rep: Replication) -> dict:

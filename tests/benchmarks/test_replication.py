@@ -216,8 +216,11 @@ def test_tables_and_verdict(rep_mod):
     assert "lower is better): dense8 0.300 ± 0.000, lidas8 0.400" in flipped
     assert "the zoo's order differs from the source's (lidas8 < looped8 < dense8 there)" in flipped
     assert "lidas8: 10 of the 12 strongest heads descend from 4.0" in text
-    # 100 controls: 1/101 per model, Holm over 9 -> 0.089 > 0.05, said as such
-    assert "smallest adjusted p is 0.089 (> 0.05" in text
+    # 20 controls (round 4's default): 1/21 per model, Holm over 9 -> 0.429 > 0.05, said as such
+    assert "smallest adjusted p is 0.429 (> 0.05" in text
+    # 100 controls (the second zoo's): 1/101, Holm over 9 -> 0.089
+    hundred = rep_mod.Replication.from_models(_models(rep_mod), rep_mod.Settings(controls=100))
+    assert "smallest adjusted p is 0.089 (> 0.05" in "\n".join(rep_mod.verdict(hundred))
 
 
 def test_update_readme_replaces_only_the_block(rep_mod, tmp_path):
@@ -230,7 +233,7 @@ def test_update_readme_replaces_only_the_block(rep_mod, tmp_path):
     assert text.startswith("# T\n\nbefore\n") and text.endswith("\nafter\n")
     assert "STALE" not in text and "| dense8-s0 |" in text
     assert "--readme docs/results.md" in text
-    assert "](../benchmarks/results/zoo3/replication.png)" in text  # relative to docs/
+    assert "](../benchmarks/results/zoo4/replication.png)" in text  # relative to docs/
     rep_mod.update_readme(readme, rep)  # idempotent
     assert readme.read_text() == text
     (tmp_path / "bad.md").write_text("no markers\n")
