@@ -20,10 +20,10 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 KERNEL = "induction-notebook-test"
 # Zoo models every notebook needs (the first seed; 04 one seed per family in FAST): 01, 02, 03
 # and 05 the default model grown8rt (02 with the second zoo's grown8ce, looped8c and dense8c,
-# 05 with dense8r and grown8r), 04 the whole second zoo, 06 the FV pair's grown8f.
+# 05 with dense8r and grown8r), 04 every round-4 arm, 06 the FV pair's grown8f.
 NEEDED = {
-    *("dense8r", "grown8rt", "grown8rte", "grown8r", "looped8r"),  # round 4 (04, 05, the default)
-    *("grown8ce", "dense8c", "looped8c", "grown8f"),  # 02's lineage across designs, 06's FV model
+    *("dense8r", "grown8rt", "grown8rte", "grown8r", "looped8r"),
+    *("grown8ce", "dense8c", "looped8c", "grown8f"),
 }
 
 
