@@ -31,6 +31,11 @@ SOURCE_LABEL = {"dense": "dense", "lidas": "LIDAS", "looped": "looped"}
 #: Elsewhere (A9) a word stands only where both scales give it.
 ROUND4_SCALES = {"cand_acc": "difference", "logprob": "ratio"}
 
+#: The commit every round-4 model was measured from (docs/replication.md, "How round 4 is
+#: measured"): a measurement is keyed by its measuring code, so the round was measured from one
+#: frozen worktree over the sessions it spanned and its verdict is read with ``--record``.
+ROUND4_MEASURING_COMMIT = "7e62c22"
+
 #: The source's figures, one model per configuration (no spread was measured).
 SOURCE = {
     # mean F1 drop over 19 few-shot tasks with the top 20% heads by induction score ablated

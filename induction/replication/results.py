@@ -13,8 +13,9 @@ import pandas as pd
 
 from induction.errors import InputError, one_line
 
-from .config import DEFAULT_OUT, SOURCE, Settings
+from .config import DEFAULT_OUT, ROUND4_MEASURING_COMMIT, SOURCE, Settings
 from .figures import figure
+from .models import is_round4
 from .pipeline import Replication
 from .report import task_table, verdict
 from .store import strict_json
@@ -183,14 +184,25 @@ def readme_block(rep: Replication, figure_path: str = DEFAULT_FIGURE, command: s
 
 
 def _record_note(rep: Replication) -> list[str]:
+    """Why the measurements are read as stored: round 4 was measured from one frozen commit
+    by design (docs/replication.md, "How round 4 is measured"); the first fixed-protocol zoo by
+    code that has changed since."""
     if not rep.record:
         return []
-    return [
-        "**A record.** These measurements are read as stored (`--record`): the code that "
-        "measured them has changed since (readouts, layer-shaped controls, gates), so a rerun "
-        "cannot reproduce them and none of them enters a verdict until the gates below pass.",
-        "",
-    ]
+    if is_round4(rep.models["family"]):
+        why = (
+            f"every model was measured from one commit, `{ROUND4_MEASURING_COMMIT}`, as it "
+            "landed, and the verdict reads those measurements as they are (docs/replication.md, "
+            '"How round 4 is measured"); a rerun from that commit serves them again, one from a '
+            "later commit whose measuring code differs measures every model again."
+        )
+    else:
+        why = (
+            "the code that measured them has changed since (readouts, layer-shaped controls, "
+            "gates), so a rerun cannot reproduce them and none of them enters a verdict until "
+            "the gates below pass."
+        )
+    return [f"**A record.** These measurements are read as stored (`--record`): {why}", ""]
 
 
 def _gated(rep: Replication) -> list[str]:

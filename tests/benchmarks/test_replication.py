@@ -223,6 +223,23 @@ def test_tables_and_verdict(rep_mod):
     assert "smallest adjusted p is 0.089 (> 0.05" in "\n".join(rep_mod.verdict(hundred))
 
 
+def test_a_record_says_why_its_measurements_are_read_as_stored(rep_mod):
+    """Round 4 is a record by design (one frozen measuring commit, docs/replication.md "How
+    round 4 is measured"); an earlier zoo because its measuring code changed since."""
+    earlier = rep_mod.readme_block(_rep(rep_mod, record=True))
+    assert "(readouts, layer-shaped controls, gates), so a rerun cannot reproduce" in earlier
+    assert "7e62c22" not in earlier
+    models = _models(rep_mod)
+    arms = {"dense8": "dense8r", "lidas8": "grown8rt", "looped8": "looped8r"}
+    models["family"] = models["family"].map(arms)
+    models["model"] = [f"{f}-s{s}" for f, s in zip(models["family"], models["seed"])]
+    round4 = rep_mod.Replication.from_models(models, rep_mod.Settings(), record=True)
+    text = rep_mod.readme_block(round4)
+    assert "every model was measured from one commit, `7e62c22`, as it landed" in text
+    assert "layer-shaped controls, gates), so a rerun" not in text
+    assert "A record." not in rep_mod.readme_block(_rep(rep_mod))  # measured by this code
+
+
 def test_update_readme_replaces_only_the_block(rep_mod, tmp_path):
     rep = _rep(rep_mod)
     readme = tmp_path / "results.md"
