@@ -221,8 +221,8 @@ def test_chunked_scan_memory(readme):
 # Every generated replication block, with the store it is rendered from: the current zoo's
 # in README (summary) and docs/results.md, each earlier zoo's in its record.
 REPLICATION_BLOCKS = (
-    ("README.md", "zoo3", "summary"),
-    ("docs/results.md", "zoo3", "results"),
+    ("README.md", "zoo4", "summary"),
+    ("docs/results.md", "zoo4", "results"),
     ("docs/zoo3-record.md", "zoo3", "results"),
 )
 
@@ -259,3 +259,31 @@ def test_the_replication_blocks_regenerate_from_the_committed_results(tmp_path, 
     copy.write_text(text)
     update(copy, rep, *args, command=command.group(1))
     assert copy.read_text() == text, f"{doc}'s replication block is stale"
+
+
+def test_round4_reading_quotes_the_stored_verdict():
+    """docs/results.md's hand-written reading of round 4 and the README's sentences quote the
+    stored reading (`benchmarks/results/zoo4/replication.json`): each drop claim's word,
+    difference and adjusted interval on the seeds that pass, and the seeds the probe fails."""
+    import re
+
+    reading = json.loads((RESULTS / "zoo4" / "replication.json").read_text())
+    results = (ROOT / "docs" / "results.md").read_text()
+    results = results.split("<!-- replication:end -->", 1)[1].split("### The first zoo", 1)[0]
+    results = " ".join(results.split())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    passing = [c for c in reading["claims"] if re.match(r"top-20% .*seeds that pass$", c["claim"])]
+    assert len(passing) == 3
+    for claim in passing:
+        family = re.search(r"\((\w+)\)", claim["claim"]).group(1)
+        adjusted = claim["interval"].split("adjusted ", 1)[1]
+        _says(results, f"Difference {claim['difference']}, adjusted {adjusted}")
+        _says(results, f"so *{claim['verdict']}*")
+        _says(results, f"`{family}`")
+        _says(results, claim["ratio"])
+    failing = sorted(g["model"] for g in reading["gates"] if not g["in_context"])
+    assert len(failing) == 6, failing
+    _says(readme, "six of the 30 seeds fail the in-context probe")
+    powers = [float(c["power"].split("(")[1].rstrip(")")) for c in passing]
+    _says(results, f"power {min(powers):.2f}-{max(powers):.2f} for the source's effects")
+    _says(readme, f"(power {min(powers):.2f}-{max(powers):.2f})")
