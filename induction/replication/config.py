@@ -70,8 +70,8 @@ class Settings:
     frac: float = SOURCE["frac"]  # share of heads ablated (ceil, as `induction ablate --frac`)
     top_n: int | None = None  # heads traced against random sets; None: as many as ablated
     source_top: int = SOURCE["lineage"]["top"]  # the source's "12 strongest heads"
-    # random head sets of each shape per model: round 4's 20 (R4-verdict: the verdict pools
-    # each family's seeds, so no model needs Holm over models alone; the second zoo used 100)
+    # random head sets of each shape per model: round 4's 20 (R4-verdict: the excess over
+    # random heads is reported beside the drop and decides no word; the second zoo used 100)
     controls: int = DEFAULT_CONTROLS
     n_items: int = 32  # items per task and prompt seed
     prompt_seeds: tuple[int, ...] = (0, 1)  # consecutive task draws
