@@ -209,7 +209,8 @@ def test_readme_holds_a_short_verdict_table_with_intervals():
     block = text.split(SUMMARY_START, 1)[1].split(SUMMARY_END, 1)[0]
     assert len(block.encode()) <= 3000
     assert "| arm vs dense, seeds | verdict | difference [adjusted interval] |" in block
-    assert "| grown8c, passing | **inconclusive** | +0.064 [-0.072, +0.292] |" in block
+    # round 4's middle-growth arm on the seeds that pass (benchmarks/results/zoo4)
+    assert "| grown8r, passing | **inconclusive** | +0.031 [-0.041, +0.105] |" in block
 
 
 def test_a_declared_scale_alone_gives_the_word():
