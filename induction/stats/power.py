@@ -47,7 +47,7 @@ def _detectable(se: float, df: int, alpha: float, power: float) -> float:
     """The effect :func:`_power` reaches ``power`` at."""
     from scipy import optimize, stats
 
-    top = (stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df) + 2) * se
+    top = float(stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df) + 2) * se
     # The normal-theory bracket falls short at few degrees of freedom (one df, two seeds: 79%
     # power there), so widen it until it holds the root (the power tends to 1 as nc grows)
     for _ in range(64):
